@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# attnconv's one build helper. On a fresh Debian 12 machine:
+#   ./build.sh verify   install what is missing, build, run the verification suite over cases/ -> reports/
+#   ./build.sh test     install what is missing, build, run the test suite (ctest)
+# Installing needs root (apt-get); sudo is used when available and needed.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian 12 packages: build tools, the libraries, and what the tests use.
+packages=(cmake make g++ git pkg-config
+          xtensor-dev libxtensor-blas-dev libopenblas-dev
+          catch2 nlohmann-json3-dev libcli11-dev librapidcheck-dev libbenchmark-dev
+          python3 python3-numpy python3-jsonschema)
+
+install_missing() {
+  local missing=() p
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "build.sh: installing ${missing[*]}" >&2
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+build() {
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j "$(nproc)"
+}
+
+case "${1:-}" in
+  verify)
+    install_missing
+    build
+    ./build/attnconv run cases --out reports
+    ;;
+  test)
+    install_missing
+    build
+    (cd build && ctest --output-on-failure -j "$(nproc)")
+    ;;
+  *)
+    echo "usage: ./build.sh verify | test" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,84 @@
+// attnconv: checks published theorems about self-attention and convolution,
+// case by case. DESIGN.md, "CLI": run / list / proofs; exit 0 all passed,
+// 1 a case failed or errored, 2 bad usage or bad input (nothing run).
+#include <fnmatch.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "harness/case_loader.hpp"
+#include "harness/errors.hpp"
+#include "harness/runner.hpp"
+
+namespace {
+
+using namespace attnconv;
+
+std::vector<Case> select(std::vector<Case> cases, const std::string& filter) {
+  if (filter.empty()) return cases;
+  std::vector<Case> kept;
+  for (auto& c : cases)
+    if (fnmatch(filter.c_str(), c.name.c_str(), 0) == 0) kept.push_back(std::move(c));
+  return kept;
+}
+
+int print_proofs() {
+  for (const auto* proof : all_proofs()) {
+    std::cout << proof->id << "\n  " << proof->paper << "\n  " << proof->statement << "\n  params:";
+    for (const auto& spec : proof->params)
+      std::cout << "\n    " << spec.name << " (" << to_string(spec.kind)
+                << (spec.default_value.is_null() ? ", required" : ", default " + spec.default_value.dump()) << ")"
+                << (spec.help.empty() ? "" : ": " + spec.help);
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"attnconv: numerical checks of theorems relating self-attention and convolution"};
+  app.require_subcommand(1);
+
+  std::vector<std::string> paths;
+  std::string out_dir = "reports", filter, dump_dir;
+  auto* run = app.add_subcommand("run", "run every case of the files/folders given (default cases/)");
+  run->add_option("paths", paths, "case files or folders");
+  run->add_option("--out", out_dir, "folder for report.json")->capture_default_str();
+  run->add_option("--filter", filter, "run only the cases whose name matches this glob");
+  run->add_option("--dump-tensors", dump_dir, "write each case's tensors as .npy under DIR/<case name>/");
+
+  auto* list = app.add_subcommand("list", "print the expanded cases, one a line");
+  list->add_option("paths", paths, "case files or folders");
+  list->add_option("--filter", filter, "only the cases whose name matches this glob");
+
+  auto* proofs = app.add_subcommand("proofs", "print the registered proofs and their statements");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (proofs->parsed()) return print_proofs();
+  if (paths.empty()) paths = {"cases"};
+  try {
+    const std::vector<Case> cases = select(load_cases(paths), filter);
+    if (list->parsed()) {
+      for (const auto& c : cases) std::cout << c.name << "\t" << c.proof << "\t" << c.file << "\n";
+      return 0;
+    }
+    if (cases.empty()) throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + filter + "'"));
+    const json report = run_cases(cases, {out_dir, dump_dir});
+    const auto& s = report["summary"];
+    std::cerr << s["passed"] << " passed, " << s["failed"] << " failed, " << s["errored"] << " errored in "
+              << s["seconds"].get<double>() << " s; report: " << out_dir << "/report.json\n";
+    return exit_code(report);
+  } catch (const InputError& e) {
+    std::cerr << "attnconv: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "attnconv: " << e.what() << "\n";
+    return 2;
+  }
+}

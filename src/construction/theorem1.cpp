@@ -1,0 +1,117 @@
+#include "construction/theorem1.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xview.hpp>
+
+namespace attnconv {
+
+std::array<int, 2> kernel_center(std::array<int, 2> kernel) { return {(kernel[0] - 1) / 2, (kernel[1] - 1) / 2}; }
+
+std::array<int, 2> kernel_offset(int p, int q, std::array<int, 2> kernel, std::array<int, 2> dilation) {
+  const auto c = kernel_center(kernel);
+  return {(p - c[0]) * dilation[0], (q - c[1]) * dilation[1]};
+}
+
+namespace {
+
+// The factors of one kernel slice M = W_conv[:, :, p, q]^T (D_in x D_out):
+// W_val (D_in x D_h) and the head's block of W_out (D_h x D_out) with
+// W_val * block = M when D_h >= D_out, and the truncated SVD otherwise.
+template <class T> std::pair<Matrix<T>, Matrix<T>> factor_slice(const Matrix<T>& m, std::size_t d_h) {
+  const std::size_t d_in = m.shape(0), d_out = m.shape(1);
+  Matrix<T> w_val = xt::zeros<T>({d_in, d_h});
+  Matrix<T> block = xt::zeros<T>({d_h, d_out});
+  if (d_h >= d_out) {
+    xt::view(w_val, xt::all(), xt::range(0, d_out)) = m;  // W_val = [W_conv^T, 0]
+    for (std::size_t k = 0; k < d_out; ++k) block(k, k) = T(1);  // block = [I; 0]
+    return {w_val, block};
+  }
+  // Truncated SVD in double precision: M = U S V^T, keep the D_h largest.
+  const xt::xtensor<double, 2> md = xt::cast<double>(m);
+  const auto [u, s, vt] = xt::linalg::svd(md, /*full_matrices=*/false);
+  const std::size_t rank = std::min<std::size_t>(d_h, s.shape(0));
+  for (std::size_t k = 0; k < rank; ++k) {
+    for (std::size_t i = 0; i < d_in; ++i) w_val(i, k) = T(u(i, k) * s(k));
+    for (std::size_t o = 0; o < d_out; ++o) block(k, o) = T(vt(k, o));
+  }
+  return {w_val, block};
+}
+
+template <class T> Matrix<T> kernel_slice_t(const Kernel<T>& w, std::size_t p, std::size_t q) {
+  return xt::transpose(xt::view(w, xt::all(), xt::all(), p, q));
+}
+
+}  // namespace
+
+template <class T>
+MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
+                            const Theorem1Options& options) {
+  const std::size_t d_out = w_conv.shape(0), d_in = w_conv.shape(1);
+  const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
+  if (options.heads < 1 || options.head_dim < 1) throw std::invalid_argument("theorem1_layer: heads, head_dim >= 1");
+  const std::size_t heads = std::size_t(options.heads), d_h = std::size_t(options.head_dim);
+  constexpr std::size_t d_p = 3, d_k = 3;  // quadratic encoding; W^_key = I_3
+
+  MhsaLayer<T> layer;
+  layer.encoding = Encoding::quadratic;
+  layer.w_out = xt::zeros<T>({heads * d_h, d_out});
+  layer.b_out = bias ? *bias : Vector<T>(xt::zeros<T>({d_out}));
+  for (std::size_t h = 0; h < heads; ++h) {
+    AttentionHead<T> head;
+    head.w_qry = xt::zeros<T>({d_in, d_k});
+    head.w_key = xt::zeros<T>({d_in, d_k});
+    head.w_key_hat = xt::eye<T>(d_p);
+    head.u = xt::zeros<T>({d_k});
+    head.v = xt::zeros<T>({d_k});
+    head.w_val = xt::zeros<T>({d_in, d_h});
+    if (h < std::size_t(kernel[0] * kernel[1])) {
+      const int p = int(h) / kernel[1], q = int(h) % kernel[1];
+      const auto delta = kernel_offset(p, q, kernel, options.dilation);
+      const T alpha = T(options.alpha);
+      head.v = Vector<T>{-alpha, T(2) * alpha * T(delta[0]), T(2) * alpha * T(delta[1])};
+      auto [w_val, block] = factor_slice(kernel_slice_t(w_conv, std::size_t(p), std::size_t(q)), d_h);
+      head.w_val = std::move(w_val);
+      xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all()) = block;
+    }
+    layer.heads.push_back(std::move(head));
+  }
+  return layer;
+}
+
+template <class T> double eckart_young_tail(const Kernel<T>& w_conv, int head_dim) {
+  double tail = 0;
+  for (std::size_t p = 0; p < w_conv.shape(2); ++p)
+    for (std::size_t q = 0; q < w_conv.shape(3); ++q) {
+      const xt::xtensor<double, 2> m = xt::cast<double>(kernel_slice_t(w_conv, p, q));
+      const auto sigma = std::get<1>(xt::linalg::svd(m, false, /*compute_uv=*/false));
+      for (std::size_t k = std::size_t(head_dim); k < sigma.shape(0); ++k) tail += sigma(k) * sigma(k);
+    }
+  return std::sqrt(tail);
+}
+
+template <class T>
+Image<T> align_to_convolution(const Image<T>& padded_out, std::array<int, 2> kernel, const ConvGeometry& g,
+                              std::array<int, 2> output_size) {
+  const auto c = kernel_center(kernel);
+  Image<T> out({padded_out.shape(0), std::size_t(output_size[0]), std::size_t(output_size[1])});
+  for (std::size_t o = 0; o < padded_out.shape(0); ++o)
+    for (int i = 0; i < output_size[0]; ++i)
+      for (int j = 0; j < output_size[1]; ++j)
+        out(o, i, j) = padded_out(o, i * g.stride[0] + c[0] * g.dilation[0], j * g.stride[1] + c[1] * g.dilation[1]);
+  return out;
+}
+
+template MhsaLayer<float> theorem1_layer(const Kernel<float>&, const std::optional<Vector<float>>&,
+                                        const Theorem1Options&);
+template MhsaLayer<double> theorem1_layer(const Kernel<double>&, const std::optional<Vector<double>>&,
+                                         const Theorem1Options&);
+template double eckart_young_tail(const Kernel<float>&, int);
+template double eckart_young_tail(const Kernel<double>&, int);
+template Image<float> align_to_convolution(const Image<float>&, std::array<int, 2>, const ConvGeometry&,
+                                           std::array<int, 2>);
+template Image<double> align_to_convolution(const Image<double>&, std::array<int, 2>, const ConvGeometry&,
+                                            std::array<int, 2>);
+
+}  // namespace attnconv

@@ -1,0 +1,47 @@
+#pragma once
+// Cordonnier et al. (ICLR 2020), Theorem 1 and its proof: the parameters of an
+// MHSA layer (quadratic encoding, D_p = 3) that express a given K1 x K2
+// convolution, and the pad-then-crop-and-subsample alignment of the paper's
+// remarks on padding, stride and dilation.
+#include <array>
+#include <optional>
+
+#include "mhsa/mhsa_layer.hpp"
+#include "ops/conv2d_reference.hpp"
+
+namespace attnconv {
+
+struct Theorem1Options {
+  int heads = 0;     // N_h; heads beyond K1*K2 are silent (W_val = 0)
+  int head_dim = 0;  // D_h; below D_out each kernel slice is factored by truncated SVD
+  double alpha = 0;  // the attention sharpness
+  std::array<int, 2> dilation{1, 1};
+};
+
+// Kernel centre c = ((K1-1)//2, (K2-1)//2) and the shift
+// Delta = ((p - c1) d1, (q - c2) d2) that the head of kernel position (p, q) targets.
+std::array<int, 2> kernel_center(std::array<int, 2> kernel);
+std::array<int, 2> kernel_offset(int p, int q, std::array<int, 2> kernel, std::array<int, 2> dilation);
+
+// The construction of the proof of Theorem 1. Head h = p*K2 + q (h < heads)
+// is assigned kernel position (p, q); W_qry = W_key = 0, u = 0, W^_key = [I_3; 0],
+//   v = -alpha (1, -2 Delta1, -2 Delta2, 0, ...)  =>  A_qk = -alpha(|delta - Delta|^2 - |Delta|^2),
+// and W_val^(h) W_out^(h) = W_conv[:, :, p, q]^T (exactly when D_h >= D_out,
+// best rank-D_h otherwise). b_out = the convolution bias.
+// Kernel positions without a head (heads < K1*K2) are simply not expressed.
+template <class T>
+MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
+                            const Theorem1Options& options);
+
+// Eckart-Young: sqrt(sum over kernel positions of the squared singular values
+// of W[:, :, p, q] beyond rank `head_dim`) - the distance to the convolution
+// weight that no choice of W_val, W_out with D_h = head_dim can beat.
+template <class T> double eckart_young_tail(const Kernel<T>& w_conv, int head_dim);
+
+// The MHSA output of the padded image, read at padded coordinates
+// (i*s1 + c1*d1, j*s2 + c2*d2): crop plus subsample, aligned to the convolution.
+template <class T>
+Image<T> align_to_convolution(const Image<T>& mhsa_on_padded, std::array<int, 2> kernel,
+                              const ConvGeometry& geometry, std::array<int, 2> output_size);
+
+}  // namespace attnconv

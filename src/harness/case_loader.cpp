@@ -1,0 +1,211 @@
+#include "harness/case_loader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "harness/errors.hpp"
+
+namespace attnconv {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> case_keys{"name", "proof", "params", "sweep", "tolerance", "expect", "weights",
+                                         "description"};
+
+std::string suggestion(const std::string& word, const std::vector<std::string>& known) {
+  const std::string best = closest(word, known);
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+std::vector<std::string> param_names(const ProofDef& proof) {
+  std::vector<std::string> names;
+  for (const auto& spec : proof.params) names.push_back(spec.name);
+  return names;
+}
+
+const ParamSpec* find_spec(const ProofDef& proof, const std::string& name) {
+  for (const auto& spec : proof.params)
+    if (spec.name == name) return &spec;
+  return nullptr;
+}
+
+std::string known_proofs() {
+  std::string list;
+  for (const auto* p : all_proofs()) list += (list.empty() ? "" : ", ") + p->id;
+  return list;
+}
+
+// The value of a swept parameter as it appears in a case name.
+std::string sweep_label(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+
+}  // namespace
+
+std::vector<Case> expand_case(const json& object, const std::string& file, std::size_t index) {
+  std::string label = "case #" + std::to_string(index + 1);
+  if (object.is_object() && object.contains("name") && object["name"].is_string())
+    label = "case '" + object["name"].get<std::string>() + "'";
+  const auto fail = [&](const std::string& key, const std::string& message) -> void {
+    throw InputError(file + ": " + label + ": key '" + key + "': " + message);
+  };
+  if (!object.is_object()) throw InputError(file + ": " + label + ": a case must be a JSON object, got " + object.dump());
+
+  for (const auto& [key, value] : object.items())
+    if (std::find(case_keys.begin(), case_keys.end(), key) == case_keys.end())
+      fail(key, "unknown key" + suggestion(key, case_keys));
+
+  Case c;
+  c.file = file;
+  if (!object.contains("name")) fail("name", "missing");
+  if (!object["name"].is_string() || object["name"].get<std::string>().empty()) fail("name", "must be a non-empty string");
+  c.base_name = object["name"].get<std::string>();
+  if (c.base_name.find_first_of("/\\") != std::string::npos || c.base_name == "." || c.base_name == "..")
+    fail("name", "must not contain '/' or '\\' (it names a dump folder)");
+
+  if (!object.contains("proof")) fail("proof", "missing");
+  if (!object["proof"].is_string()) fail("proof", "must be a string");
+  c.proof = object["proof"].get<std::string>();
+  const ProofDef* proof = find_proof(c.proof);
+  if (!proof) {
+    std::vector<std::string> ids;
+    for (const auto* p : all_proofs()) ids.push_back(p->id);
+    fail("proof", "unknown proof '" + c.proof + "'" + suggestion(c.proof, ids) + "; known proofs: " + known_proofs());
+  }
+
+  const json params = object.value("params", json::object());
+  if (!params.is_object()) fail("params", "must be an object");
+  for (const auto& [key, value] : params.items()) {
+    const ParamSpec* spec = find_spec(*proof, key);
+    if (!spec) fail("params." + key, "unknown parameter of " + c.proof + suggestion(key, param_names(*proof)));
+    if (auto error = check_param(*spec, value); !error.empty()) fail("params." + key, error);
+  }
+  c.params = json::object();
+  for (const auto& spec : proof->params) {
+    if (params.contains(spec.name))
+      c.params[spec.name] = params[spec.name];
+    else if (spec.default_value.is_null())
+      fail("params." + spec.name, "missing (required by " + c.proof + ")");
+    else
+      c.params[spec.name] = spec.default_value;
+  }
+
+  c.tolerance = object.value("tolerance", json::object());
+  if (!c.tolerance.is_object()) fail("tolerance", "must be an object of metric -> number");
+  for (const auto& [key, value] : c.tolerance.items())
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0)
+      fail("tolerance." + key, "must be a finite number >= 0, got " + value.dump());
+
+  c.expect = object.value("expect", json("hold")).is_string() ? object.value("expect", std::string("hold")) : "";
+  if (c.expect != "hold" && c.expect != "fail") fail("expect", "must be \"hold\" or \"fail\", got " + object["expect"].dump());
+
+  c.weights = object.value("weights", json::object());
+  if (!c.weights.is_object()) fail("weights", "must be an object of tensor name -> .npy path");
+  for (const auto& [key, value] : c.weights.items())
+    if (!value.is_string()) fail("weights." + key, "must be a path (string) to a .npy file, got " + value.dump());
+
+  // Sweep: one case per point of the cartesian product, first key slowest.
+  const json sweep = object.value("sweep", json::object());
+  if (!sweep.is_object()) fail("sweep", "must be an object of parameter -> list of values");
+  std::vector<json> points{json::object()};
+  for (const auto& [key, values] : sweep.items()) {
+    const ParamSpec* spec = find_spec(*proof, key);
+    if (!spec) fail("sweep." + key, "unknown parameter of " + c.proof + suggestion(key, param_names(*proof)));
+    if (!values.is_array() || values.empty()) fail("sweep." + key, "must be a non-empty list of values");
+    for (const auto& v : values)
+      if (auto error = check_param(*spec, v); !error.empty()) fail("sweep." + key, error);
+    std::vector<json> next;
+    for (const auto& point : points)
+      for (const auto& v : values) {
+        json p = point;
+        p[key] = v;
+        next.push_back(std::move(p));
+      }
+    points = std::move(next);
+  }
+
+  std::vector<Case> cases;
+  for (const auto& point : points) {
+    Case expanded = c;
+    expanded.sweep_point = point;
+    expanded.name = c.base_name;
+    if (!point.empty()) {
+      std::string suffix;
+      for (const auto& [key, value] : point.items()) {
+        expanded.params[key] = value;
+        suffix += (suffix.empty() ? "" : ",") + key + "=" + sweep_label(value);
+      }
+      expanded.name += "[" + suffix + "]";
+    }
+    if (proof->validate) {
+      try {
+        proof->validate(expanded);
+      } catch (const ParamError& e) {
+        throw InputError(file + ": case '" + expanded.name + "': key 'params." + e.key + "': " + e.what());
+      }
+    }
+    cases.push_back(std::move(expanded));
+  }
+  return cases;
+}
+
+std::vector<Case> load_case_file(const std::string& path) {
+  std::ifstream stream(path);
+  if (!stream) throw InputError(path + ": cannot read the file");
+  json document;
+  try {
+    document = json::parse(stream);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    const auto start = what.find("parse error");
+    throw InputError(path + ": malformed JSON: " + (start == std::string::npos ? what : what.substr(start)));
+  }
+  if (!document.is_object()) throw InputError(path + ": the top level must be a JSON object with \"cases\": [...]");
+  for (const auto& [key, value] : document.items())
+    if (key != "cases" && key != "description" && key != "$schema")
+      throw InputError(path + ": key '" + key + "': unknown top-level key" +
+                       suggestion(key, {"cases", "description", "$schema"}));
+  if (!document.contains("cases") || !document["cases"].is_array())
+    throw InputError(path + ": key 'cases': must be a list of cases");
+  std::vector<Case> cases;
+  std::set<std::string> names;
+  for (std::size_t k = 0; k < document["cases"].size(); ++k)
+    for (auto& c : expand_case(document["cases"][k], path, k)) {
+      if (!names.insert(c.name).second) throw InputError(path + ": case '" + c.name + "': key 'name': duplicate case name");
+      cases.push_back(std::move(c));
+    }
+  return cases;
+}
+
+std::vector<Case> load_cases(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const auto& path : paths) {
+    if (fs::is_directory(path)) {
+      std::vector<std::string> found;
+      for (const auto& entry : fs::recursive_directory_iterator(path))
+        if (entry.is_regular_file() && entry.path().extension() == ".json" && entry.path().filename() != "schema.json")
+          found.push_back(entry.path().string());
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::exists(path)) {
+      files.push_back(path);
+    } else {
+      throw InputError(path + ": no such file or folder");
+    }
+  }
+  std::vector<Case> cases;
+  std::set<std::string> names;
+  for (const auto& file : files)
+    for (auto& c : load_case_file(file)) {
+      if (!names.insert(c.name).second)
+        throw InputError(file + ": case '" + c.name + "': key 'name': duplicate case name (also in another file)");
+      cases.push_back(std::move(c));
+    }
+  return cases;
+}
+
+}  // namespace attnconv

@@ -1,0 +1,20 @@
+#pragma once
+// .npy input and output (xtensor's npy support), with the checks a user needs:
+// the file exists, holds the dtype and shape the case says, and no NaN/Inf.
+#include <string>
+#include <vector>
+
+#include "harness/proof.hpp"
+
+namespace attnconv {
+
+// Loads `key` of case.weights (a path relative to the case file) as T with
+// exactly `shape`. Throws InputError naming the file, the case and the key.
+template <class T> xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& shape);
+
+bool has_case_tensor(const Case& c, const std::string& key);
+
+// Writes every tensor of `tensors` as DIR/<name>.npy.
+void dump_tensors(const std::string& dir, const std::vector<NamedTensor>& tensors);
+
+}  // namespace attnconv

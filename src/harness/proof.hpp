@@ -1,0 +1,68 @@
+#pragma once
+// A proof checks one published claim. Each lives in its own file in proofs/
+// and registers itself there, like google/benchmark's BENCHMARK():
+//
+//   static const bool registered = register_proof({"cordonnier2020.theorem1", ...});
+//
+// The runner never lists proofs by hand.
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+#include <vector>
+#include <xtensor/xarray.hpp>
+
+#include "harness/params.hpp"
+
+namespace attnconv {
+
+// One expanded case, as the loader checked it.
+struct Case {
+  std::string name;        // after sweep expansion: "<base>[alpha=8]"
+  std::string base_name;   // the name in the case file (the sweep group)
+  std::string proof;       // proof id
+  std::string file;        // the case file it came from
+  json params;             // every parameter of the proof, defaults filled in
+  json sweep_point = json::object();  // the swept values of this case
+  json tolerance = json::object();    // {"max_abs": ..., "rel_l2": ...} or empty
+  json weights = json::object();      // tensor name -> .npy path relative to `file`
+  std::string expect = "hold";        // "hold" | "fail"
+};
+
+// A tensor to dump as .npy, in PyTorch layout.
+struct NamedTensor {
+  std::string name;
+  std::variant<xt::xarray<float>, xt::xarray<double>> data;
+};
+
+// What verify() found. `metrics` has at least max_abs and rel_l2.
+struct Outcome {
+  json metrics = json::object();
+  std::string message;                        // plain words: why it failed, or notes
+  json default_tolerance = json::object();    // used when the case gives none
+  std::vector<NamedTensor> tensors;           // "input", "expected", "actual", parameters...
+};
+
+struct ProofDef {
+  std::string id;
+  std::string paper;
+  std::string statement;
+  std::vector<ParamSpec> params;
+  // Checks across parameters (the kernel fits the image, enough heads, ...);
+  // throws ParamError naming the key. May be empty.
+  std::function<void(const Case&)> validate;
+  std::function<Outcome(const Case&)> verify;
+  // Bytes the case will need at its peak, for `list` and --max-memory. May be empty.
+  std::function<double(const Case&)> memory_estimate;
+};
+
+bool register_proof(ProofDef proof);  // returns true, for `static const bool registered = ...`
+const ProofDef* find_proof(const std::string& id);
+std::vector<const ProofDef*> all_proofs();  // sorted by id
+
+// Calls fn(float{}) or fn(double{}) as the case's "dtype" says.
+template <class Fn> auto with_dtype(const Case& c, Fn&& fn) {
+  return c.params.at("dtype") == "float32" ? fn(float{}) : fn(double{});
+}
+
+}  // namespace attnconv

@@ -1,0 +1,28 @@
+#pragma once
+// How far the claim's output (actual) is from the convolution (expected).
+// Accumulated in double whatever the dtype, so the metric adds no round-off.
+#include <xtensor/xarray.hpp>
+
+namespace attnconv {
+
+struct Difference {
+  double max_abs = 0;  // max |actual - expected|
+  double rel_l2 = 0;   // ||actual - expected||_2 / ||expected||_2  (absolute when expected = 0)
+};
+
+template <class E1, class E2> Difference compare(const E1& actual, const E2& expected) {
+  if (actual.shape() != expected.shape()) throw std::invalid_argument("compare: shapes differ");
+  Difference d;
+  double diff2 = 0, norm2 = 0;
+  auto a = actual.cbegin();
+  for (auto e = expected.cbegin(); e != expected.cend(); ++e, ++a) {
+    const double delta = double(*a) - double(*e);
+    if (!(std::abs(delta) <= d.max_abs)) d.max_abs = std::abs(delta);  // also catches NaN
+    diff2 += delta * delta;
+    norm2 += double(*e) * double(*e);
+  }
+  d.rel_l2 = norm2 > 0 ? std::sqrt(diff2 / norm2) : std::sqrt(diff2);
+  return d;
+}
+
+}  // namespace attnconv

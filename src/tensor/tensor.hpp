@@ -1,0 +1,20 @@
+#pragma once
+// Tensor aliases. Every interface uses PyTorch layout: an image is (C, H, W),
+// a convolution weight (C_out, C_in, K1, K2), a bias (C_out). Internally the
+// MHSA works on tokens: pixels in row-major order, token index = i*W + j.
+#include <xtensor/xtensor.hpp>
+
+#include <cstddef>
+
+namespace attnconv {
+
+template <class T> using Vector = xt::xtensor<T, 1>;
+template <class T> using Matrix = xt::xtensor<T, 2>;
+template <class T> using Image = xt::xtensor<T, 3>;   // (C, H, W)
+template <class T> using Kernel = xt::xtensor<T, 4>;  // (C_out, C_in, K1, K2)
+
+// (C, H, W) image -> (H*W, C) token matrix, and back.
+template <class T> Matrix<T> image_to_tokens(const Image<T>& x);
+template <class T> Image<T> tokens_to_image(const Matrix<T>& tokens, std::size_t height, std::size_t width);
+
+}  // namespace attnconv
