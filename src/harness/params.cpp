@@ -13,6 +13,7 @@ std::string to_string(ParamKind kind) {
     case ParamKind::string: return "a string";
     case ParamKind::int_pair: return "an integer or a pair of integers";
     case ParamKind::padding: return "an integer, [ph, pw], [top, bottom, left, right], \"same\" or \"valid\"";
+    case ParamKind::number_pair: return "a pair of numbers [a, b]";
   }
   return "?";
 }
@@ -72,6 +73,14 @@ std::string check_param(const ParamSpec& spec, const json& value) {
         if (v.get<long long>() < 0) return "must be >= 0 on every side, got " + value.dump();
       return "";
     }
+    case ParamKind::number_pair: {
+      if (!value.is_array() || value.size() != 2) return expected;
+      for (const auto& v : value) {
+        if (!v.is_number() || !std::isfinite(v.get<double>())) return expected;
+        if (auto e = check_minimum(spec, v.get<double>()); !e.empty()) return e;
+      }
+      return "";
+    }
   }
   return "";
 }
@@ -83,6 +92,11 @@ std::array<int, 2> get_int_pair(const json& params, const std::string& key) {
   const json& v = params.at(key);
   if (v.is_number_integer()) return {v.get<int>(), v.get<int>()};
   return {v.at(0).get<int>(), v.at(1).get<int>()};
+}
+
+std::array<double, 2> get_number_pair(const json& params, const std::string& key) {
+  const json& v = params.at(key);
+  return {v.at(0).get<double>(), v.at(1).get<double>()};
 }
 
 Padding resolve_padding(const json& p, std::array<int, 2> kernel, std::array<int, 2> dilation) {

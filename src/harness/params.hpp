@@ -21,6 +21,7 @@ enum class ParamKind {
   string,    // one of `choices` when given
   int_pair,  // n or [a, b]
   padding,   // n, [ph, pw], [top, bottom, left, right], "same" or "valid"
+  number_pair,  // [a, b] of finite numbers
 };
 
 struct ParamSpec {
@@ -42,6 +43,7 @@ std::string check_param(const ParamSpec& spec, const json& value);
 int get_int(const json& params, const std::string& key);
 double get_number(const json& params, const std::string& key);
 std::array<int, 2> get_int_pair(const json& params, const std::string& key);
+std::array<double, 2> get_number_pair(const json& params, const std::string& key);
 
 // The four sides of a "padding" parameter; "same" needs the kernel and dilation.
 Padding resolve_padding(const json& padding, std::array<int, 2> kernel, std::array<int, 2> dilation);

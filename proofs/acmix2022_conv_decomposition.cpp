@@ -1,0 +1,49 @@
+// Pan et al., "On the Integration of Self-Attention and Convolution", CVPR 2022,
+// Sec. 3.1, Eq. (2)-(4): a k1 x k2 convolution equals k1*k2 1x1 convolutions
+// (Stage I, one matrix product each) followed by shifts with zero fill and a
+// sum (Stage II). Padding modes other than zeros: pad first, then decompose.
+#include "acmix/conv_case.hpp"
+#include "acmix/conv_decomposition.hpp"
+#include "metrics/compare.hpp"
+
+namespace attnconv {
+namespace {
+
+template <class T> Outcome verify_typed(const Case& c) {
+  const ConvCase<T> conv = conv_case_tensors<T>(c);
+  const Image<T> expected = conv2d_reference(conv.input, conv.weight, conv.bias, conv.geometry);
+  OpCounter counter;
+  const Image<T> actual =
+      conv2d_decomposed(conv.input, conv.weight, conv.bias, conv.geometry, ShiftMethod::tensor_shift, counter);
+  const Difference d = compare(actual, expected);
+  Outcome out;
+  out.metrics = {{"max_abs", d.max_abs},
+                 {"rel_l2", d.rel_l2},
+                 {"one_by_one_convolutions", conv.weight.shape(2) * conv.weight.shape(3)},
+                 {"stage1_multiply_adds", counter.total("stage1")},
+                 {"stage2_additions", counter.total("stage2")},
+                 {"padding_resolved",
+                  {conv.geometry.padding.top, conv.geometry.padding.bottom, conv.geometry.padding.left,
+                   conv.geometry.padding.right}},
+                 {"output_shape", {expected.shape(0), expected.shape(1), expected.shape(2)}}};
+  if (conv.geometry.padding_mode != PaddingMode::zeros)
+    out.message = to_string(conv.geometry.padding_mode) + " padding: the input is padded first, then decomposed";
+  out.tensors = conv_case_dump(conv);
+  out.tensors.push_back({"expected", xt::xarray<T>(expected)});
+  out.tensors.push_back({"actual", xt::xarray<T>(actual)});
+  return out;
+}
+
+const bool registered = register_proof({
+    "acmix2022.conv_decomposition",
+    "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.1, Eq. (2)-(4)",
+    "A k x k convolution equals k^2 1x1 convolutions (Stage I) followed by shifts with zero fill and a sum "
+    "(Stage II), for any kernel shape, padding, stride and dilation.",
+    conv_case_params(),
+    validate_conv_case,
+    [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
+    nullptr,
+});
+
+}  // namespace
+}  // namespace attnconv

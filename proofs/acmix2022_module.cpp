@@ -1,0 +1,171 @@
+// Pan et al., "On the Integration of Self-Attention and Convolution", CVPR 2022,
+// Sec. 3.3: the ACmix module, as its public reference code computes it
+// (DESIGN.md, "ACmix module"). The harness establishes:
+//  1. the convolution path IS a standard k_conv x k_conv convolution of [x; 1]
+//     (zero-padded), with a kernel derived from conv1..3, fc and dep_conv
+//     (expected = that convolution, actual = the path: max_abs, rel_l2);
+//  2. against a plain biased convolution of x it differs only in the border
+//     band of width k_conv // 2 (plain_conv_interior/border_max_abs);
+//  3. the attention path equals an independent window-attention loop
+//     (attention_max_abs);
+//  4. out = rate1 * attention + rate2 * convolution (output_max_abs, against
+//     the two independent statements); rates [0, 1] / [1, 0] give one path alone.
+#include <algorithm>
+#include <cmath>
+#include <xtensor/xview.hpp>
+
+#include "acmix/equivalent_kernel.hpp"
+#include "acmix/module_case.hpp"
+#include "acmix/state_dict.hpp"
+#include "acmix/window_attention_loop.hpp"
+#include "metrics/compare.hpp"
+
+namespace attnconv {
+namespace {
+
+std::string number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", value);
+  return buffer;
+}
+
+template <class T> Outcome verify_typed(const Case& c) {
+  const AcmixCase<T> ac = acmix_case_tensors<T>(c);
+  const AcmixConfig& config = ac.config;
+  const AcmixWeights<T>& w = ac.weights;
+  OpCounter counter;
+  const AcmixOutput<T> module = acmix_forward(config, w, ac.input, counter);
+
+  // 1. The convolution path against the derived standard convolution of [x; 1].
+  const EquivalentConv<T> eq = conv_path_equivalent(config, w);
+  const Image<T> expected = conv2d_reference(append_ones_channel(ac.input), eq.weight,
+                                             std::optional<Vector<T>>(eq.bias), eq.geometry);
+  const Difference d = compare(module.convolution, expected);
+
+  // 2. Against the plain biased convolution of x: interior rectangle vs border band.
+  const EquivalentConv<T> plain = plain_conv_of(eq);
+  const Image<T> plain_out =
+      conv2d_reference(ac.input, plain.weight, std::optional<Vector<T>>(plain.bias), plain.geometry);
+  const auto rows = interior_range(int(ac.input.shape(1)), config.kernel_conv, config.stride);
+  const auto cols = interior_range(int(ac.input.shape(2)), config.kernel_conv, config.stride);
+  double interior_max = 0, border_max = 0, interior_diff2 = 0, interior_norm2 = 0;
+  std::size_t interior_pixels = 0;
+  for (std::size_t o = 0; o < plain_out.shape(0); ++o)
+    for (int i = 0; i < int(plain_out.shape(1)); ++i)
+      for (int j = 0; j < int(plain_out.shape(2)); ++j) {
+        const double e = double(plain_out(o, i, j)), delta = std::abs(double(module.convolution(o, i, j)) - e);
+        const bool inside = i >= rows[0] && i <= rows[1] && j >= cols[0] && j <= cols[1];
+        if (inside) {
+          interior_max = std::max(interior_max, delta), interior_diff2 += delta * delta, interior_norm2 += e * e;
+          interior_pixels += o == 0;
+        } else {
+          border_max = std::max(border_max, delta);
+        }
+      }
+  const double interior_rel = interior_norm2 > 0 ? std::sqrt(interior_diff2 / interior_norm2) : std::sqrt(interior_diff2);
+
+  // 3. The attention path against the independent loop.
+  const Image<T> loop = window_attention_loop(config, w, ac.input);
+  const Difference att = compare(module.attention, loop);
+
+  // 4. The output against rate1 * loop + rate2 * equivalent convolution.
+  const Image<T> statement = w.rate1 * loop + w.rate2 * expected;
+  const Difference outd = compare(module.output, statement);
+
+  const bool stage1_bias = xt::any(xt::not_equal(w.conv1_bias, T(0))) || xt::any(xt::not_equal(w.conv2_bias, T(0))) ||
+                           xt::any(xt::not_equal(w.conv3_bias, T(0)));
+  const double ones_kernel_max = double(xt::amax(xt::abs(xt::view(eq.weight, xt::all(), config.in_channels)))());
+
+  Outcome out;
+  out.metrics = {{"max_abs", d.max_abs},
+                 {"rel_l2", d.rel_l2},
+                 {"attention_max_abs", att.max_abs},
+                 {"attention_rel_l2", att.rel_l2},
+                 {"output_max_abs", outd.max_abs},
+                 {"output_rel_l2", outd.rel_l2},
+                 {"plain_conv_interior_max_abs", interior_max},
+                 {"plain_conv_interior_rel_l2", interior_rel},
+                 {"plain_conv_border_max_abs", border_max},
+                 {"border_band", config.kernel_conv / 2},
+                 {"interior_pixels", interior_pixels},
+                 {"ones_channel_kernel_max_abs", ones_kernel_max},
+                 {"head_dim", config.head_dim()},
+                 {"output_shape", {expected.shape(0), expected.shape(1), expected.shape(2)}},
+                 {"multiply_adds", counter.multiply_adds}};
+  const double tol = c.params.at("dtype") == "float32" ? 1e-4 : 1e-12;
+  out.default_tolerance = {{"rel_l2", tol}, {"attention_rel_l2", tol}, {"output_rel_l2", tol},
+                           {"plain_conv_interior_rel_l2", tol}};
+
+  std::vector<std::string> notes;
+  notes.push_back("conv path = a " + std::to_string(config.kernel_conv) + "x" + std::to_string(config.kernel_conv) +
+                  " convolution of [x; 1] (derived kernel), max_abs " + number(d.max_abs));
+  if (stage1_bias)
+    notes.push_back("vs a plain biased convolution: interior " + number(interior_max) + ", border band (width " +
+                    std::to_string(config.kernel_conv / 2) + ") " + number(border_max) +
+                    " (the Stage I biases reach the conv path through the zero-padded ones channel)");
+  else
+    notes.push_back("Stage I biases are zero: the ones channel is silent and the path is a plain convolution "
+                    "everywhere (border " + number(border_max) + ")");
+  if (interior_pixels == 0) notes.push_back("the image has no interior pixels: every output is in the border band");
+  const std::array<double, 2> rates{double(w.rate1), double(w.rate2)};
+  if (rates[0] == 0 || rates[1] == 0) {
+    const Image<T>& alone = rates[0] == 0 ? module.convolution : module.attention;
+    const double scale = rates[0] == 0 ? rates[1] : rates[0];
+    const double alone_max = compare(module.output, Image<T>(T(scale) * alone)).max_abs;
+    out.metrics["path_alone_max_abs"] = alone_max;
+    out.default_tolerance["path_alone_max_abs"] = 0.0;
+    notes.push_back(std::string("rate") + (rates[0] == 0 ? "1" : "2") + " = 0: the output is the " +
+                    (rates[0] == 0 ? "convolution" : "attention") + " path alone (max_abs " + number(alone_max) + ")");
+  }
+  if (w.dep_conv_bias) notes.push_back("dep_conv has a bias (an extension: the reference drops it)");
+  if (config.kernel_conv != 3)
+    notes.push_back("dep_conv padding is k_conv // 2 = " + std::to_string(config.kernel_conv / 2) +
+                    " (the reference hard-codes 1, which breaks for k_conv != 3)");
+  if (!ac.loaded.empty()) {
+    std::string keys;
+    for (const auto& key : ac.loaded) keys += (keys.empty() ? "" : ", ") + key;
+    notes.push_back("loaded from .npy: " + keys);
+  }
+  for (const auto& note : notes) out.message += (out.message.empty() ? "" : "; ") + note;
+
+  out.tensors = {{"input", xt::xarray<T>(ac.input)},
+                 {"expected", xt::xarray<T>(expected)},
+                 {"actual", xt::xarray<T>(module.convolution)},
+                 {"attention_out", xt::xarray<T>(module.attention)},
+                 {"conv_out", xt::xarray<T>(module.convolution)},
+                 {"output", xt::xarray<T>(module.output)}};
+  for (auto& named : acmix_state_dict(config, w)) out.tensors.push_back(std::move(named));
+  return out;
+}
+
+const bool registered = register_proof({
+    "acmix2022.module",
+    "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.3 (ACmix), with the "
+    "public reference code's conventions",
+    "ACmix shares three 1x1 projections between a window self-attention path and a convolution path (fc + "
+    "shift-initialised grouped convolution); out = rate1 * attention + rate2 * convolution. Established here: the "
+    "convolution path is a standard k_conv x k_conv convolution of the input with a constant-ones channel appended "
+    "(zero-padded), which differs from a plain biased convolution only in the border band of width k_conv // 2.",
+    {
+        {"image", ParamKind::int_pair, nullptr, "image size [H, W]", 1},
+        {"in_channels", ParamKind::integer, nullptr, "C_in", 1},
+        {"out_channels", ParamKind::integer, nullptr, "C_out (divisible by heads)", 1},
+        {"heads", ParamKind::integer, 4, "N", 1},
+        {"kernel_att", ParamKind::integer, 7, "attention window (odd)", 1},
+        {"kernel_conv", ParamKind::integer, 3, "convolution kernel (odd; padding kernel_conv // 2)", 1},
+        {"stride", ParamKind::integer, 1, "output ceil(H/s) x ceil(W/s)", 1},
+        {"dep_init", ParamKind::string, "shift", "dep_conv weights: the reference's shift kernels or random",
+         std::nullopt, false, {"shift", "random"}},
+        {"rates", ParamKind::number_pair, json::array({0.5, 0.5}), "[rate1, rate2]"},
+        {"projection_bias", ParamKind::boolean, true, "conv1..3 biases (false: zero)"},
+        {"dep_conv_bias", ParamKind::boolean, false, "give dep_conv a bias (an extension; the reference has none)"},
+        {"dtype", ParamKind::string, "float64", "", std::nullopt, false, {"float32", "float64"}},
+        {"seed", ParamKind::integer, 0, "seed of the input and parameters", 0},
+    },
+    validate_acmix_case,
+    [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
+    nullptr,
+});
+
+}  // namespace
+}  // namespace attnconv

@@ -1,0 +1,77 @@
+// Pan et al., "On the Integration of Self-Attention and Convolution", CVPR 2022,
+// Sec. 3.4 ("improved shift"): each shift of the convolution decomposition is a
+// depthwise convolution with a one-hot kernel. It must equal the tensor shift
+// (exactly: one product by 1, the rest by 0) and the decomposition with it must
+// equal the convolution.
+#include <algorithm>
+
+#include "acmix/conv_case.hpp"
+#include "acmix/conv_decomposition.hpp"
+#include "acmix/pointwise.hpp"
+#include "acmix/shift.hpp"
+#include "metrics/compare.hpp"
+#include <xtensor/xview.hpp>
+
+namespace attnconv {
+namespace {
+
+template <class T> Outcome verify_typed(const Case& c) {
+  const ConvCase<T> conv = conv_case_tensors<T>(c);
+  const Image<T> expected = conv2d_reference(conv.input, conv.weight, conv.bias, conv.geometry);
+  OpCounter counter, tensor_counter;
+  const Image<T> actual =
+      conv2d_decomposed(conv.input, conv.weight, conv.bias, conv.geometry, ShiftMethod::depthwise, counter);
+  const Image<T> tensor_shifted =
+      conv2d_decomposed(conv.input, conv.weight, conv.bias, conv.geometry, ShiftMethod::tensor_shift, tensor_counter);
+
+  // Every one of the k1*k2 shifts, depthwise against tensor shift, on the
+  // Stage I maps of this case (the padded input for a non-zero padding mode).
+  const bool pad_first = conv.geometry.padding_mode != PaddingMode::zeros;
+  const Image<T> source = pad_first ? pad(conv.input, conv.geometry.padding, conv.geometry.padding_mode) : conv.input;
+  ConvGeometry g = conv.geometry;
+  if (pad_first) g.padding = Padding{}, g.padding_mode = PaddingMode::zeros;
+  const std::array<int, 2> kernel{int(conv.weight.shape(2)), int(conv.weight.shape(3))};
+  const std::array<int, 2> out_size{int(expected.shape(1)), int(expected.shape(2))};
+  double shift_max_abs = 0;
+  OpCounter scratch;
+  for (int p = 0; p < kernel[0]; ++p)
+    for (int q = 0; q < kernel[1]; ++q) {
+      const Matrix<T> w_pq = xt::view(conv.weight, xt::all(), xt::all(), p, q);
+      const Image<T> g_pq = pointwise_conv(source, w_pq, std::optional<Vector<T>>{}, scratch, "stage1");
+      const Image<T> by_tensor =
+          shift_zero_fill(g_pq, {p * g.dilation[0] - g.padding.top, q * g.dilation[1] - g.padding.left}, g.stride,
+                          out_size);
+      shift_max_abs = std::max(shift_max_abs, compare(shift_depthwise(g_pq, kernel, p, q, g, scratch), by_tensor).max_abs);
+    }
+
+  const Difference d = compare(actual, expected);
+  Outcome out;
+  out.metrics = {{"max_abs", d.max_abs},
+                 {"rel_l2", d.rel_l2},
+                 {"shift_max_abs", shift_max_abs},
+                 {"depthwise_vs_tensor_shift_max_abs", compare(actual, tensor_shifted).max_abs},
+                 {"depthwise_shift_multiply_adds", counter.total("stage2.depthwise_shift")},
+                 {"output_shape", {expected.shape(0), expected.shape(1), expected.shape(2)}}};
+  json tolerance = c.params.at("dtype") == "float32" ? json{{"rel_l2", 1e-4}} : json{{"rel_l2", 1e-10}};
+  tolerance["shift_max_abs"] = 0.0;  // a one-hot product is exact
+  out.default_tolerance = tolerance;
+  out.message = "shift_max_abs compares the k1*k2 one-hot depthwise shifts with the tensor shifts";
+  out.tensors = conv_case_dump(conv);
+  out.tensors.push_back({"expected", xt::xarray<T>(expected)});
+  out.tensors.push_back({"actual", xt::xarray<T>(actual)});
+  return out;
+}
+
+const bool registered = register_proof({
+    "acmix2022.shift_as_depthwise",
+    "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.4 (improved shift)",
+    "A shift of the convolution decomposition is a depthwise convolution with a one-hot kernel: it equals the "
+    "tensor shift, and the decomposition built on it equals the convolution.",
+    conv_case_params(),
+    validate_conv_case,
+    [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
+    nullptr,
+});
+
+}  // namespace
+}  // namespace attnconv

@@ -1,0 +1,20 @@
+#pragma once
+// A grouped 2D convolution in plain loops (PyTorch nn.Conv2d with `groups`):
+// input channels split into `groups` equal blocks, output channel o reads block
+// o / (C_out / groups). Weight (C_out, C_in / groups, K1, K2). groups = C_in is
+// a depthwise convolution. Used for ACmix's shift-initialised dep_conv and for
+// the "improved shift" (a depthwise convolution with a one-hot kernel).
+#include <optional>
+#include <string>
+
+#include "acmix/op_counter.hpp"
+#include "ops/conv2d_reference.hpp"
+
+namespace attnconv {
+
+// Adds C_out * (C_in / groups) * K1 * K2 * H_out * W_out multiply-adds under `label`.
+template <class T>
+Image<T> grouped_conv2d(const Image<T>& x, const Kernel<T>& weight, const std::optional<Vector<T>>& bias, int groups,
+                        const ConvGeometry& geometry, OpCounter& counter, const std::string& label);
+
+}  // namespace attnconv

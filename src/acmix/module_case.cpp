@@ -1,0 +1,91 @@
+#include "acmix/module_case.hpp"
+
+#include <map>
+
+#include "acmix/state_dict.hpp"
+#include "harness/errors.hpp"
+#include "harness/npy.hpp"
+
+namespace attnconv {
+
+AcmixConfig acmix_case_config(const Case& c) {
+  AcmixConfig config;
+  config.in_channels = get_int(c.params, "in_channels");
+  config.out_channels = get_int(c.params, "out_channels");
+  config.heads = get_int(c.params, "heads");
+  config.kernel_att = get_int(c.params, "kernel_att");
+  config.kernel_conv = get_int(c.params, "kernel_conv");
+  config.stride = get_int(c.params, "stride");
+  return config;
+}
+
+AcmixInit acmix_case_init(const Case& c) {
+  AcmixInit init;
+  init.dep_init = c.params.value("dep_init", std::string("shift"));
+  init.projection_bias = c.params.value("projection_bias", true);
+  init.dep_conv_bias = c.params.value("dep_conv_bias", false) || c.weights.contains("dep_conv.bias");
+  if (c.params.contains("rates")) init.rates = get_number_pair(c.params, "rates");
+  return init;
+}
+
+void validate_acmix_case(const Case& c) {
+  const AcmixConfig config = acmix_case_config(c);
+  const auto image = get_int_pair(c.params, "image");
+  if (config.out_channels % config.heads != 0)
+    throw ParamError("out_channels", "out_channels " + std::to_string(config.out_channels) +
+                                         " is not divisible by heads " + std::to_string(config.heads));
+  if (config.kernel_conv % 2 == 0)
+    throw ParamError("kernel_conv", "kernel_conv must be odd (padding kernel_conv // 2 keeps ceil(H/s)), got " +
+                                        std::to_string(config.kernel_conv));
+  if (config.kernel_att % 2 == 0)
+    throw ParamError("kernel_att", "kernel_att must be odd (the reference's unfold window is centred), got " +
+                                       std::to_string(config.kernel_att));
+  if (config.kernel_att / 2 >= std::min(image[0], image[1]))
+    throw ParamError("kernel_att", "reflection padding kernel_att // 2 = " + std::to_string(config.kernel_att / 2) +
+                                       " must be smaller than the image side " +
+                                       std::to_string(std::min(image[0], image[1])));
+  const auto where = [&](const std::string& key) { return c.file + ": case '" + c.name + "': key 'weights." + key + "': "; };
+  std::vector<std::string> known{"input"};
+  for (const auto& entry : acmix_state_dict_entries(config, true)) known.push_back(entry.key);
+  for (const auto& [key, value] : c.weights.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      const std::string best = closest(key, known);
+      throw InputError(where(key) + "unknown tensor" + (best.empty() ? "" : " (did you mean '" + best + "'?)") +
+                       "; expected input or a reference state_dict key");
+    }
+    if (!c.params.value("projection_bias", true) && key.size() > 5 && key.compare(key.size() - 5, 5, ".bias") == 0 &&
+        key.compare(0, 4, "conv") == 0 && key != "conv_p.bias")
+      throw ParamError("projection_bias", "weights." + key + " is given but \"projection_bias\" is false");
+  }
+}
+
+template <class T> AcmixCase<T> acmix_case_tensors(const Case& c) {
+  AcmixCase<T> out;
+  out.config = acmix_case_config(c);
+  const AcmixInit init = acmix_case_init(c);
+  const Random random(std::uint64_t(c.params.at("seed").get<long long>()));
+  const auto image = get_int_pair(c.params, "image");
+  const std::array<std::size_t, 3> x_shape{std::size_t(out.config.in_channels), std::size_t(image[0]),
+                                           std::size_t(image[1])};
+  if (has_case_tensor(c, "input")) {
+    out.input = load_case_tensor<T>(c, "input", {x_shape.begin(), x_shape.end()});
+    out.loaded.push_back("input");
+  } else {
+    out.input = random.stream(purpose_id("input")).uniform_tensor<T, 3>(x_shape);
+  }
+  std::map<std::string, xt::xarray<T>> tensors;
+  for (auto& named : acmix_state_dict(out.config, random_acmix_weights<T>(out.config, init, random)))
+    tensors[named.name] = std::get<xt::xarray<T>>(named.data);
+  for (const auto& entry : acmix_state_dict_entries(out.config, init.dep_conv_bias))
+    if (has_case_tensor(c, entry.key)) {
+      tensors[entry.key] = load_case_tensor<T>(c, entry.key, entry.shape);
+      out.loaded.push_back(entry.key);
+    }
+  out.weights = acmix_weights_from(out.config, tensors);
+  return out;
+}
+
+template AcmixCase<float> acmix_case_tensors(const Case&);
+template AcmixCase<double> acmix_case_tensors(const Case&);
+
+}  // namespace attnconv
