@@ -2,6 +2,8 @@
 // bad parameters are rejected naming the key.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
+#include <xtensor/xnpy.hpp>
 
 #include "harness/case_loader.hpp"
 #include "harness/errors.hpp"
@@ -56,4 +58,31 @@ TEST_CASE("bad ACmix parameters are errors naming the key", "[acmix_proofs]") {
   CHECK_THAT(error_of(base, {{"conv9.weight", "w.npy"}}), Catch::Contains("weights.conv9.weight") && Catch::Contains("conv1.weight"));
   p = base, p["projection_bias"] = false;
   CHECK_THAT(error_of(p, {{"conv2.bias", "b.npy"}}), Catch::Contains("params.projection_bias"));
+}
+
+TEST_CASE("acmix2022.module dumps the paths and every parameter under its state_dict name", "[acmix_proofs]") {
+  const auto cases = expand_case({{"name", "dump-check"},
+                                  {"proof", "acmix2022.module"},
+                                  {"params", {{"image", {7, 9}}, {"in_channels", 4}, {"out_channels", 6}, {"heads", 2},
+                                              {"kernel_att", 3}, {"kernel_conv", 5}, {"stride", 2}}}},
+                                 "cases/x.json", 0);
+  RunOptions options;
+  options.dump_dir = (std::filesystem::temp_directory_path() / "attnconv_acmix_dump_test").string();
+  std::filesystem::remove_all(options.dump_dir);
+  REQUIRE(run_case(cases.at(0), options)["status"] == "pass");
+  const std::string dir = options.dump_dir + "/dump-check/";
+  const std::map<std::string, std::vector<std::size_t>> want{
+      {"input", {4, 7, 9}},           {"expected", {6, 4, 5}},         {"actual", {6, 4, 5}},
+      {"attention_out", {6, 4, 5}},   {"conv_out", {6, 4, 5}},         {"output", {6, 4, 5}},
+      {"rate1", {1}},                 {"rate2", {1}},                  {"conv1.weight", {6, 4, 1, 1}},
+      {"conv1.bias", {6}},            {"conv2.weight", {6, 4, 1, 1}},  {"conv3.bias", {6}},
+      {"conv_p.weight", {3, 2, 1, 1}}, {"conv_p.bias", {3}},           {"fc.weight", {25, 6, 1, 1}},
+      {"dep_conv.weight", {6, 25, 5, 5}}};
+  for (const auto& [name, shape] : want) {
+    INFO(name);
+    const auto array = xt::load_npy<double>(dir + name + ".npy");
+    CHECK(std::vector<std::size_t>(array.shape().begin(), array.shape().end()) == shape);
+  }
+  CHECK_FALSE(std::filesystem::exists(dir + "dep_conv.bias.npy"));  // the reference has none
+  std::filesystem::remove_all(options.dump_dir);
 }
