@@ -134,7 +134,7 @@ template <class T> Outcome verify_typed(const Case& c) {
                  {"attention_out", xt::xarray<T>(module.attention)},
                  {"conv_out", xt::xarray<T>(module.convolution)},
                  {"output", xt::xarray<T>(module.output)}};
-  for (auto& named : acmix_state_dict(config, w)) out.tensors.push_back(std::move(named));
+  for (auto& named : acmix_state_dict(w)) out.tensors.push_back(std::move(named));
   return out;
 }
 

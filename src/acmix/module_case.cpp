@@ -74,7 +74,7 @@ template <class T> AcmixCase<T> acmix_case_tensors(const Case& c) {
     out.input = random.stream(purpose_id("input")).uniform_tensor<T, 3>(x_shape);
   }
   std::map<std::string, xt::xarray<T>> tensors;
-  for (auto& named : acmix_state_dict(out.config, random_acmix_weights<T>(out.config, init, random)))
+  for (auto& named : acmix_state_dict(random_acmix_weights<T>(out.config, init, random)))
     tensors[named.name] = std::get<xt::xarray<T>>(named.data);
   for (const auto& entry : acmix_state_dict_entries(out.config, init.dep_conv_bias))
     if (has_case_tensor(c, entry.key)) {

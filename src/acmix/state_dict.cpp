@@ -36,8 +36,7 @@ template <class T> Matrix<T> from_conv1x1(const xt::xarray<T>& a) {
 }
 }  // namespace
 
-template <class T> std::vector<NamedTensor> acmix_state_dict(const AcmixConfig& config, const AcmixWeights<T>& w) {
-  (void)config;
+template <class T> std::vector<NamedTensor> acmix_state_dict(const AcmixWeights<T>& w) {
   std::vector<NamedTensor> out{{"rate1", xt::xarray<T>({w.rate1})},
                                {"rate2", xt::xarray<T>({w.rate2})},
                                {"conv1.weight", as_conv1x1(w.conv1_weight)},
@@ -84,8 +83,8 @@ AcmixWeights<T> acmix_weights_from(const AcmixConfig& config, const std::map<std
   return w;
 }
 
-template std::vector<NamedTensor> acmix_state_dict(const AcmixConfig&, const AcmixWeights<float>&);
-template std::vector<NamedTensor> acmix_state_dict(const AcmixConfig&, const AcmixWeights<double>&);
+template std::vector<NamedTensor> acmix_state_dict(const AcmixWeights<float>&);
+template std::vector<NamedTensor> acmix_state_dict(const AcmixWeights<double>&);
 template AcmixWeights<float> acmix_weights_from(const AcmixConfig&, const std::map<std::string, xt::xarray<float>>&);
 template AcmixWeights<double> acmix_weights_from(const AcmixConfig&,
                                                  const std::map<std::string, xt::xarray<double>>&);

@@ -19,7 +19,7 @@ struct StateDictEntry {
 std::vector<StateDictEntry> acmix_state_dict_entries(const AcmixConfig& config, bool dep_conv_bias);
 
 // The parameters as tensors named by their keys, in PyTorch shapes.
-template <class T> std::vector<NamedTensor> acmix_state_dict(const AcmixConfig& config, const AcmixWeights<T>& w);
+template <class T> std::vector<NamedTensor> acmix_state_dict(const AcmixWeights<T>& w);
 
 // From tensors keyed and shaped as acmix_state_dict_entries says (dep_conv.bias optional).
 template <class T>
