@@ -43,7 +43,8 @@ Matrix<T> mhsa_dense(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t 
   const std::size_t n = height * width;
   if (x.shape(0) != n || x.shape(1) != layer.in_dim()) throw std::invalid_argument("mhsa_dense: input shape");
   const std::size_t d_h = layer.head_dim(), d_p = std::size_t(encoding_dim(layer.encoding));
-  const std::size_t block = options.block ? options.block : std::clamp<std::size_t>((1u << 20) / n, 16, n);
+  // (std::clamp(v, 16, n) would be undefined for n < 16.)
+  const std::size_t block = options.block ? options.block : std::min(n, std::max<std::size_t>((1u << 20) / n, 16));
 
   // r_delta for every offset delta in [-(H-1), H-1] x [-(W-1), W-1], row-major.
   const std::size_t span_w = 2 * width - 1;

@@ -1,6 +1,7 @@
 #include "ops/padding.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 namespace attnconv {
 
@@ -43,6 +44,16 @@ int source_index(int p, int n, PaddingMode mode) {
 template <class T> Image<T> pad(const Image<T>& x, const Padding& padding, PaddingMode mode) {
   const int channels = static_cast<int>(x.shape(0)), height = static_cast<int>(x.shape(1)),
             width = static_cast<int>(x.shape(2));
+  // PyTorch rejects these sizes; reflect would otherwise read outside x.
+  for (const auto& [side, extent] : {std::pair{padding.top, height}, std::pair{padding.bottom, height},
+                                     std::pair{padding.left, width}, std::pair{padding.right, width}}) {
+    if (mode == PaddingMode::reflect && side >= extent)
+      throw std::invalid_argument("pad: reflect padding " + std::to_string(side) + " must be smaller than the side " +
+                                  std::to_string(extent));
+    if (mode == PaddingMode::circular && side > extent)
+      throw std::invalid_argument("pad: circular padding " + std::to_string(side) + " must not exceed the side " +
+                                  std::to_string(extent));
+  }
   const int out_h = height + padding.top + padding.bottom, out_w = width + padding.left + padding.right;
   Image<T> out({std::size_t(channels), std::size_t(out_h), std::size_t(out_w)});
   for (int c = 0; c < channels; ++c)
