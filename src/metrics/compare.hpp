@@ -1,6 +1,8 @@
 #pragma once
 // How far the claim's output (actual) is from the convolution (expected).
 // Accumulated in double whatever the dtype, so the metric adds no round-off.
+#include <cmath>
+#include <stdexcept>
 #include <xtensor/xarray.hpp>
 
 namespace attnconv {
@@ -17,7 +19,9 @@ template <class E1, class E2> Difference compare(const E1& actual, const E2& exp
   auto a = actual.cbegin();
   for (auto e = expected.cbegin(); e != expected.cend(); ++e, ++a) {
     const double delta = double(*a) - double(*e);
-    if (!(std::abs(delta) <= d.max_abs)) d.max_abs = std::abs(delta);  // also catches NaN
+    // A NaN anywhere makes max_abs NaN, and it stays NaN (a later finite
+    // difference must not overwrite it: NaN never compares <=).
+    if (!std::isnan(d.max_abs) && !(std::abs(delta) <= d.max_abs)) d.max_abs = std::abs(delta);
     diff2 += delta * delta;
     norm2 += double(*e) * double(*e);
   }
