@@ -188,6 +188,7 @@ const bool registered = register_proof({
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
+    {"input", "conv_weight", "conv_bias"},
 });
 
 }  // namespace

@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xnpy.hpp>
+#include <xtensor/xstrided_view.hpp>
 
 #include "ops/conv2d_reference.hpp"
 
@@ -294,4 +296,56 @@ TEST_CASE("list, proofs and --filter", "[cli]") {
 
   CHECK(run_attnconv(dir, "").code == 2);                   // no subcommand
   CHECK(run_attnconv(dir, "run --no-such-flag").code == 2);  // bad usage
+}
+
+TEST_CASE("run: weights loaded from .npy files; unknown or missing ones are bad input", "[cli]") {
+  const TempDir dir;
+  const Image<double> x = xt::reshape_view(xt::arange<double>(2 * 5 * 6) / 7.0 - 4.0, {2, 5, 6});
+  const Kernel<double> w = xt::reshape_view(xt::arange<double>(3 * 2 * 3 * 3) / 11.0 - 2.0, {3, 2, 3, 3});
+  const Vector<double> b{0.5, -1.0, 2.0};
+  fs::create_directories(dir.path / "npy");
+  xt::dump_npy((dir.path / "npy" / "x.npy").string(), x);
+  xt::dump_npy((dir.path / "npy" / "w.npy").string(), w);
+  xt::dump_npy((dir.path / "npy" / "b.npy").string(), b);
+  const auto case_file = [&](const std::string& file, const json& weights) {
+    const json document = {
+        {"cases",
+         {{{"name", "loaded"},
+           {"proof", "cordonnier2020.theorem1"},
+           {"params",
+            {{"image", {5, 6}}, {"kernel", 3}, {"in_channels", 2}, {"out_channels", 3}, {"heads", 9}, {"head_dim", 3},
+             {"padding", 1}}},
+           {"weights", weights}}}}};
+    write_file(dir.path / file, document.dump(2));
+    return dir.path / file;
+  };
+
+  const fs::path out = dir.path / "out", dumps = dir.path / "dumps";
+  const fs::path good = case_file("good.json", {{"input", "npy/x.npy"}, {"conv_weight", "npy/w.npy"}, {"conv_bias", "npy/b.npy"}});
+  const Result r = run_attnconv(dir, "run " + quoted(good) + " --out " + quoted(out) + " --dump-tensors " + quoted(dumps));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.code == 0);
+  // paths are relative to the case file: the dumps hold exactly those tensors
+  CHECK(read_file(dumps / "loaded" / "input.npy") == read_file(dir.path / "npy" / "x.npy"));
+  CHECK(read_file(dumps / "loaded" / "conv_weight.npy") == read_file(dir.path / "npy" / "w.npy"));
+  CHECK(read_file(dumps / "loaded" / "conv_bias.npy") == read_file(dir.path / "npy" / "b.npy"));
+  ConvGeometry g;
+  g.padding = {1, 1, 1, 1};
+  const Image<double> expected = xt::load_npy<double>((dumps / "loaded" / "expected.npy").string());
+  const bool reproduced = conv2d_reference(x, w, std::optional<Vector<double>>(b), g) == expected;
+  CHECK(reproduced);
+
+  const std::string before = read_file(out / "report.json");
+  const auto bad = [&](const fs::path& file, const std::string& key) {
+    const Result b = run_attnconv(dir, "run " + quoted(file) + " --out " + quoted(out));
+    INFO("stderr: " << b.err);
+    CHECK(b.code == 2);
+    CHECK(b.err.find(file.filename().string()) != std::string::npos);
+    CHECK(b.err.find("key '" + key + "'") != std::string::npos);
+    CHECK(read_file(out / "report.json") == before);
+  };
+  // a typo must not silently fall back to random numbers
+  bad(case_file("typo.json", {{"inptu", "npy/x.npy"}}), "weights.inptu");
+  bad(case_file("missing.json", {{"input", "npy/nothing.npy"}}), "weights.input");
+  bad(case_file("number.json", {{"conv_bias", 3}}), "weights.conv_bias");
 }
