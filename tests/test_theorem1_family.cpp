@@ -11,6 +11,7 @@
 #include <xtensor/xview.hpp>
 
 #include "construction/theorem1.hpp"
+#include "harness/case_loader.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/dense_engine.hpp"
 #include "tensor/random.hpp"
@@ -186,4 +187,26 @@ TEST_CASE("Theorem 1, D_in < D_h < D_out: the slices have rank <= D_h, still exa
   const Difference d = compare(r.actual, r.expected);
   INFO("rel_l2 " << d.rel_l2);
   CHECK(d.rel_l2 <= 1e-12);
+}
+
+TEST_CASE("the proof's finite-alpha bound holds at every alpha, and the error decays", "[theorem1_family]") {
+  // DESIGN.md, "Finite alpha": ||MHSA - conv||_inf <= sum_h eps(alpha) 2 max_k |X_k W_val W_out| + round-off.
+  const std::string dtype = GENERATE("float64", "float32");
+  const json object = {{"name", "bound"},
+                       {"proof", "cordonnier2020.theorem1"},
+                       {"params",
+                        {{"image", {7, 8}}, {"kernel", {3, 2}}, {"in_channels", 3}, {"out_channels", 2}, {"heads", 7},
+                         {"head_dim", 3}, {"padding", {1, 0, 2, 1}}, {"padding_mode", "replicate"}, {"dtype", dtype},
+                         {"seed", 9}}},
+                       {"sweep", {{"alpha", {0.25, 1, 2, 4, 8, 16, 32, 60, 1000}}}}};
+  double previous = INFINITY;
+  for (const Case& c : expand_case(object, "test_theorem1_family", 0)) {
+    const Outcome outcome = find_proof(c.proof)->verify(c);
+    const double max_abs = outcome.metrics["max_abs"], bound = outcome.metrics["bound"];
+    INFO(c.name << ": max_abs " << max_abs << ", bound " << bound);
+    CHECK(max_abs <= bound);
+    CHECK(max_abs <= previous * (1 + 1e-12) + 1e-5 * (dtype == "float32"));  // no growth with alpha (to round-off)
+    previous = max_abs;
+  }
+  CHECK(previous <= (dtype == "float64" ? 1e-13 : 1e-5));
 }
