@@ -5,6 +5,7 @@
 // of kernel size sqrt(N_h) x sqrt(N_h) and min(D_h, D_out) output channels.
 // Padding, stride and dilation by the paper's remarks: attend over the padded
 // image, then crop and subsample (DESIGN.md).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -53,6 +54,14 @@ void validate(const Case& c) {
                                      std::to_string(image[axis] + before + after) + ") along axis " +
                                      std::to_string(axis));
   }
+  // A typo in "weights" must not fall back silently to random numbers.
+  const std::vector<std::string> tensors{"input", "conv_weight", "conv_bias"};
+  for (const auto& [key, value] : c.weights.items())
+    if (std::find(tensors.begin(), tensors.end(), key) == tensors.end()) {
+      const std::string best = closest(key, tensors);
+      throw InputError(c.file + ": case '" + c.name + "': key 'weights." + key + "': unknown tensor" +
+                       (best.empty() ? "" : " (did you mean '" + best + "'?)") + "; expected input, conv_weight, conv_bias");
+    }
   if (c.expect == "hold") {
     if (get_int(c.params, "heads") < kernel[0] * kernel[1])
       throw ParamError("heads", "Theorem 1 needs heads >= K1*K2 = " + std::to_string(kernel[0] * kernel[1]) +
@@ -188,7 +197,6 @@ const bool registered = register_proof({
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
-    {"input", "conv_weight", "conv_bias"},
 });
 
 }  // namespace

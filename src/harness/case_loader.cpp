@@ -105,17 +105,8 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
 
   c.weights = object.value("weights", json::object());
   if (!c.weights.is_object()) fail("weights", "must be an object of tensor name -> .npy path");
-  for (const auto& [key, value] : c.weights.items()) {
-    if (std::find(proof->weights.begin(), proof->weights.end(), key) == proof->weights.end()) {
-      std::string loads;
-      for (const auto& name : proof->weights) loads += (loads.empty() ? "" : ", ") + name;
-      fail("weights." + key, "unknown tensor of " + c.proof + suggestion(key, proof->weights) +
-                                 (loads.empty() ? "; this proof loads no tensors" : "; it loads: " + loads));
-    }
+  for (const auto& [key, value] : c.weights.items())
     if (!value.is_string()) fail("weights." + key, "must be a path (string) to a .npy file, got " + value.dump());
-    const fs::path npy = fs::path(file).parent_path() / value.get<std::string>();
-    if (!fs::is_regular_file(npy)) fail("weights." + key, "no such file " + npy.string());
-  }
 
   // Sweep: one case per point of the cartesian product, first key slowest.
   const json sweep = object.value("sweep", json::object());
@@ -158,6 +149,11 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
       }
     }
     cases.push_back(std::move(expanded));
+  }
+  // After validate() (which checks the tensor names): every file exists.
+  for (const auto& [key, value] : c.weights.items()) {
+    const fs::path npy = fs::path(file).parent_path() / value.get<std::string>();
+    if (!fs::is_regular_file(npy)) fail("weights." + key, "no such file " + npy.string());
   }
   return cases;
 }

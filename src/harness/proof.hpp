@@ -54,9 +54,6 @@ struct ProofDef {
   std::function<Outcome(const Case&)> verify;
   // Bytes the case will need at its peak, for `list` and --max-memory. May be empty.
   std::function<double(const Case&)> memory_estimate;
-  // The tensors a case may load from .npy files (the keys of its "weights");
-  // any other key is an error. Empty: the proof loads no tensors.
-  std::vector<std::string> weights = {};
 };
 
 bool register_proof(ProofDef proof);  // returns true, for `static const bool registered = ...`
