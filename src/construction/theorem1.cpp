@@ -5,7 +5,26 @@
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 
+#include "tensor/random.hpp"
+
 namespace attnconv {
+
+double Precision2::smallest_eigenvalue() const {
+  // Eigenvalues of [[a11, a12], [a12, a22]]: mean -/+ sqrt(half-difference^2 + a12^2).
+  const double mean = (a11 + a22) / 2, half = (a11 - a22) / 2;
+  return mean - std::hypot(half, a12);
+}
+
+std::vector<Precision2> random_precisions(std::uint64_t seed, int count) {
+  Random random = Random(seed).stream(purpose_id("precision"));
+  std::vector<Precision2> out;
+  for (int h = 0; h < count; ++h) {
+    const double theta = M_PI * (random.uniform() + 1) / 2, lambda2 = 1 + 1.5 * (random.uniform() + 1);
+    const double c = std::cos(theta), s = std::sin(theta);
+    out.push_back({c * c + lambda2 * s * s, (1 - lambda2) * s * c, s * s + lambda2 * c * c});
+  }
+  return out;
+}
 
 std::array<int, 2> kernel_center(std::array<int, 2> kernel) { return {(kernel[0] - 1) / 2, (kernel[1] - 1) / 2}; }
 
@@ -39,6 +58,24 @@ template <class T> std::pair<Matrix<T>, Matrix<T>> factor_slice(const Matrix<T>&
   return {w_val, block};
 }
 
+// The vector v of the head that targets Delta (see theorem1.hpp).
+template <class T> Vector<T> positional_query(const Theorem1Options& o, std::array<int, 2> delta, std::size_t h) {
+  const double alpha = o.alpha, d1 = delta[0], d2 = delta[1];
+  switch (o.encoding) {
+    case Encoding::quadratic:
+      return Vector<T>{T(-alpha), T(2 * alpha * d1), T(2 * alpha * d2)};
+    case Encoding::quadratic_1d:
+      return Vector<T>{T(-alpha), T(2 * alpha * d2)};
+    case Encoding::quadratic_general: {
+      const Precision2& a = o.precision.at(h);
+      const double a_delta1 = a.a11 * d1 + a.a12 * d2, a_delta2 = a.a12 * d1 + a.a22 * d2;
+      return Vector<T>{T(-alpha * a.a11), T(-alpha * a.a22), T(-2 * alpha * a.a12), T(2 * alpha * a_delta1),
+                       T(2 * alpha * a_delta2)};
+    }
+  }
+  throw std::logic_error("positional_query: unknown encoding");
+}
+
 template <class T> Matrix<T> kernel_slice_t(const Kernel<T>& w, std::size_t p, std::size_t q) {
   return xt::transpose(xt::view(w, xt::all(), xt::all(), p, q));
 }
@@ -52,10 +89,15 @@ MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<
   const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
   if (options.heads < 1 || options.head_dim < 1) throw std::invalid_argument("theorem1_layer: heads, head_dim >= 1");
   const std::size_t heads = std::size_t(options.heads), d_h = std::size_t(options.head_dim);
-  constexpr std::size_t d_p = 3, d_k = 3;  // quadratic encoding; W^_key = I_3
+  const std::size_t d_p = std::size_t(encoding_dim(options.encoding)), d_k = d_p;  // W^_key = I_{D_p}
+  if (options.encoding == Encoding::quadratic_1d && kernel[0] != 1)
+    throw std::invalid_argument("theorem1_layer: the 1D encoding needs a 1 x K kernel");
+  if (options.encoding == Encoding::quadratic_general &&
+      options.precision.size() < std::min<std::size_t>(heads, std::size_t(kernel[0] * kernel[1])))
+    throw std::invalid_argument("theorem1_layer: quadratic_general needs a precision matrix per head");
 
   MhsaLayer<T> layer;
-  layer.encoding = Encoding::quadratic;
+  layer.encoding = options.encoding;
   layer.w_out = xt::zeros<T>({heads * d_h, d_out});
   layer.b_out = bias ? *bias : Vector<T>(xt::zeros<T>({d_out}));
   for (std::size_t h = 0; h < heads; ++h) {
@@ -69,8 +111,7 @@ MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<
     if (h < std::size_t(kernel[0] * kernel[1])) {
       const int p = int(h) / kernel[1], q = int(h) % kernel[1];
       const auto delta = kernel_offset(p, q, kernel, options.dilation);
-      const T alpha = T(options.alpha);
-      head.v = Vector<T>{-alpha, T(2) * alpha * T(delta[0]), T(2) * alpha * T(delta[1])};
+      head.v = positional_query<T>(options, delta, h);
       auto [w_val, block] = factor_slice(kernel_slice_t(w_conv, std::size_t(p), std::size_t(q)), d_h);
       head.w_val = std::move(w_val);
       xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all()) = block;

@@ -4,18 +4,35 @@
 // convolution, and the pad-then-crop-and-subsample alignment of the paper's
 // remarks on padding, stride and dilation.
 #include <array>
+#include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "mhsa/mhsa_layer.hpp"
 #include "ops/conv2d_reference.hpp"
 
 namespace attnconv {
 
+// A 2 x 2 symmetric positive definite precision matrix {a11, a12, a22}.
+struct Precision2 {
+  double a11 = 1, a12 = 0, a22 = 1;
+  double smallest_eigenvalue() const;
+};
+
+// Seeded random SPD precisions with unit smallest eigenvalue, one per head:
+// A = R(theta) diag(1, lambda2) R(theta)^T, theta uniform in [0, pi),
+// lambda2 uniform in [1, 4). The same seed gives the same matrices.
+std::vector<Precision2> random_precisions(std::uint64_t seed, int count);
+
 struct Theorem1Options {
   int heads = 0;     // N_h; heads beyond K1*K2 are silent (W_val = 0)
   int head_dim = 0;  // D_h; below D_out each kernel slice is factored by truncated SVD
   double alpha = 0;  // the attention sharpness
   std::array<int, 2> dilation{1, 1};
+  // quadratic (D_p = 3, the theorem), quadratic_1d (D_p = 2, needs K1 = 1: a
+  // sequence is a 1 x L image) or quadratic_general (D_p = 5, one precision per head).
+  Encoding encoding = Encoding::quadratic;
+  std::vector<Precision2> precision;  // quadratic_general: A of head h (at least K1*K2 of them)
 };
 
 // Kernel centre c = ((K1-1)//2, (K2-1)//2) and the shift
@@ -29,6 +46,11 @@ std::array<int, 2> kernel_offset(int p, int q, std::array<int, 2> kernel, std::a
 // and W_val^(h) W_out^(h) = W_conv[:, :, p, q]^T (exactly when D_h >= D_out,
 // best rank-D_h otherwise). b_out = the convolution bias.
 // Kernel positions without a head (heads < K1*K2) are simply not expressed.
+// The other encodings put the same Gaussian bump through their own r_delta:
+//   quadratic_1d       r = (delta^2, delta):  v = -alpha (1, -2 Delta)
+//   quadratic_general  r = (d1^2, d2^2, d1 d2, d1, d2), precision alpha A:
+//     v = -alpha (a11, a22, 2 a12, -2 (A Delta)_1, -2 (A Delta)_2)
+//     =>  A_qk = -alpha ((delta - Delta)^T A (delta - Delta) - Delta^T A Delta)
 template <class T>
 MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
                             const Theorem1Options& options);

@@ -1,0 +1,47 @@
+#pragma once
+// What the Theorem 1 proofs (2D, 1D, padding remark) share: drawing or loading
+// the case's tensors, the geometry checks, and the metrics of a construction
+// run (error, finite-alpha bound, alpha_min, the converse's distances).
+#include <string>
+
+#include "construction/theorem1_check.hpp"
+#include "harness/errors.hpp"
+#include "harness/npy.hpp"
+#include "harness/proof.hpp"
+#include "tensor/random.hpp"
+
+namespace attnconv {
+
+// The tensor `key` of the case: loaded from its "weights" entry with exactly
+// `shape`, or drawn uniform in [-1, 1) from the case's seed (one stream per key).
+template <class T, std::size_t N>
+xt::xtensor<T, N> case_tensor(const Case& c, const char* key, const std::array<std::size_t, N>& shape) {
+  if (has_case_tensor(c, key))
+    return xt::xtensor<T, N>(load_case_tensor<T>(c, key, std::vector<std::size_t>(shape.begin(), shape.end())));
+  const Random random(std::uint64_t(c.params.at("seed").get<long long>()));
+  return random.stream(purpose_id(key)).uniform_tensor<T, N>(shape);
+}
+
+// Padding modes fit the image (reflect < side, circular <= side) and the
+// receptive field fits the padded image; throws ParamError naming `padding` or `kernel_key`.
+void check_geometry(const ConvGeometry& g, std::array<int, 2> image, std::array<int, 2> kernel,
+                    const std::string& kernel_key);
+
+// With "expect": "hold", Theorem 1's hypotheses: heads >= kernel positions,
+// head_dim >= out_channels.
+void check_hypotheses(const Case& c, int kernel_positions);
+
+// sqrt(sum over kernel positions of |W_val^h W_out^h - W[:, :, p, q]^T|_F^2), the
+// positions without a head counting in full: how far the kernel the layer
+// expresses as alpha -> infinity is from the convolution's.
+template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kernel<T>& w_conv, int heads);
+
+// Metrics of one construction run: max_abs, rel_l2, alpha, engine, bound (and
+// its parts), alpha_min when the case gives a tolerance, and for the converse
+// (too few heads, head_dim < out_channels) eckart_young, weight_distance and a
+// plain-words message. The default tolerance is {"max_abs": bound}.
+template <class T>
+Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Kernel<T>& w_conv,
+                             const Theorem1Options& options, const std::string& engine);
+
+}  // namespace attnconv

@@ -1,0 +1,128 @@
+#include "construction/finite_alpha.hpp"
+
+#include <cmath>
+#include <limits>
+#include <xtensor-blas/xlinalg.hpp>
+#include <xtensor/xview.hpp>
+
+namespace attnconv {
+
+double attention_leak(double alpha) {
+  double s = 0;
+  for (int n = 1; n < 4096; ++n) {
+    const double term = std::exp(-alpha * n * n);
+    s += term;
+    if (term < 1e-300 || term < s * 1e-17) break;
+  }
+  return 4 * s * (1 + s);
+}
+
+bool FiniteAlphaBound::exact_scores(double at_alpha) const {
+  std::vector<double> r(std::size_t(encoding_dim(encoding)), 0.0);
+  relative_encoding(encoding, span[0] - 1, span[1] - 1, r.data());  // |r_p| is largest at a corner
+  const double limit = std::ldexp(1.0, digits);
+  for (const Head& h : heads) {
+    double largest = 0;
+    for (std::size_t p = 0; p < r.size(); ++p) {
+      const double coefficient = h.a[p] * at_alpha;
+      if (coefficient != std::round(coefficient) || std::abs(coefficient) >= limit) return false;
+      largest += std::abs(coefficient) * std::abs(r[p]);
+    }
+    if (largest >= limit) return false;
+  }
+  return true;
+}
+
+double FiniteAlphaBound::roundoff(double at_alpha) const {
+  const double u = unit_roundoff;
+  const double sums = 2 * u * longest_sum * abs_scale;  // (a)
+  if (exact_scores(at_alpha)) return sums;
+  // (b): sum over keys of P_qk-weighted score errors, P_qk <= e^{-alpha lambda_min |delta - Delta|^2}.
+  const double gamma = (encoding_dim(encoding) + 2) * u;
+  const int d_p = encoding_dim(encoding);
+  std::vector<double> r(std::size_t(d_p), 0.0);
+  const auto magnitude = [&](const Head& h, int d1, int d2) {
+    relative_encoding(encoding, d1, d2, r.data());
+    double m = 0;
+    for (int p = 0; p < d_p; ++p) m += std::abs(h.a[std::size_t(p)] * at_alpha) * std::abs(r[std::size_t(p)]);
+    return m;
+  };
+  double scores = 0;
+  for (const Head& h : heads) {
+    const double m_target = magnitude(h, h.target[0], h.target[1]);
+    double weighted = 0;
+    for (int d1 = -(span[0] - 1); d1 <= span[0] - 1; ++d1)
+      for (int d2 = -(span[1] - 1); d2 <= span[1] - 1; ++d2) {
+        const double dist2 = double(d1 - h.target[0]) * (d1 - h.target[0]) + double(d2 - h.target[1]) * (d2 - h.target[1]);
+        const double exponent = -at_alpha * lambda_min * dist2;
+        if (exponent < -745) continue;  // the weight underflows to 0
+        weighted += std::exp(exponent) * (magnitude(h, d1, d2) + m_target);
+      }
+    scores += 2 * gamma * weighted * h.abs_value_scale;
+  }
+  return sums + scores;
+}
+
+template <class T>
+FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& tokens, std::size_t height,
+                                    std::size_t width, std::size_t conv_terms,
+                                    const std::vector<std::optional<std::array<int, 2>>>& targets, double alpha,
+                                    double lambda_min) {
+  FiniteAlphaBound b;
+  b.alpha = alpha;
+  b.lambda_min = lambda_min;
+  b.unit_roundoff = std::numeric_limits<T>::epsilon() / 2;
+  b.digits = std::numeric_limits<T>::digits;
+  b.encoding = layer.encoding;
+  b.span = {int(height), int(width)};
+  const std::size_t d_h = layer.head_dim();
+  b.longest_sum = double(height * width + conv_terms + layer.heads.size() * d_h + layer.in_dim() + 1);
+  b.abs_scale = double(xt::amax(xt::abs(xt::cast<double>(layer.b_out)))());
+  const xt::xtensor<double, 2> xd = xt::cast<double>(tokens), x_abs = xt::abs(xd);
+  for (std::size_t h = 0; h < layer.heads.size(); ++h) {
+    const auto& head = layer.heads[h];
+    const xt::xtensor<double, 2> w_val = xt::cast<double>(head.w_val);
+    const xt::xtensor<double, 2> w_out = xt::cast<double>(xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all()));
+    const double value_scale = double(xt::amax(xt::abs(xt::linalg::dot(xd, xt::linalg::dot(w_val, w_out))))());
+    const double abs_value_scale =
+        double(xt::amax(xt::linalg::dot(x_abs, xt::linalg::dot(xt::abs(w_val), xt::abs(w_out))))());
+    b.head_scale += value_scale;
+    b.abs_scale += abs_value_scale;
+    if (h < targets.size() && targets[h] && abs_value_scale > 0) {
+      FiniteAlphaBound::Head bh;
+      bh.target = *targets[h];
+      bh.abs_value_scale = abs_value_scale;
+      const xt::xtensor<double, 1> a = xt::linalg::dot(xt::cast<double>(head.v), xt::cast<double>(head.w_key_hat));
+      for (double value : a) bh.a.push_back(value / alpha);
+      b.heads.push_back(std::move(bh));
+    }
+  }
+  return b;
+}
+
+double alpha_min(const FiniteAlphaBound& bound, double tolerance) {
+  const double step = std::pow(2.0, 0.25);
+  double previous = 0;
+  for (double alpha = 1.0 / 64; alpha <= 4096 * (1 + 1e-12); alpha *= step) {
+    if (bound(alpha) <= tolerance) {
+      if (previous == 0) return alpha;  // already below at the smallest alpha tried
+      double lo = previous, hi = alpha;  // bound(lo) > tolerance >= bound(hi)
+      while (hi - lo > 1e-9 * hi) {
+        const double mid = (lo + hi) / 2;
+        (bound(mid) <= tolerance ? hi : lo) = mid;
+      }
+      return hi;
+    }
+    previous = alpha;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+template FiniteAlphaBound finite_alpha_bound(const MhsaLayer<float>&, const Matrix<float>&, std::size_t, std::size_t,
+                                             std::size_t, const std::vector<std::optional<std::array<int, 2>>>&,
+                                             double, double);
+template FiniteAlphaBound finite_alpha_bound(const MhsaLayer<double>&, const Matrix<double>&, std::size_t,
+                                             std::size_t, std::size_t,
+                                             const std::vector<std::optional<std::array<int, 2>>>&, double, double);
+
+}  // namespace attnconv

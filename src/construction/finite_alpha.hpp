@@ -1,0 +1,85 @@
+#pragma once
+// How far the Theorem 1 construction is from its alpha -> infinity limit at a
+// finite alpha (DESIGN.md, "Finite alpha"; our derivation, not in the paper).
+//
+// Leak. For a query whose target key q + Delta exists, with a positional score
+// -alpha (delta - Delta)^T A (delta - Delta) + const (A = I for the quadratic
+// encodings, a per-head SPD precision for quadratic_general):
+//   1 - P_{q,q+Delta} <= sum_{m in Z^2, m != 0} e^{-alpha m^T A m}
+//                     <= sum_{m != 0} e^{-alpha lambda_min |m|^2}       (m^T A m >= lambda_min |m|^2)
+//                      = (1 + 2s)^2 - 1 = 4 s (1 + s),  s = sum_{n>=1} e^{-alpha lambda_min n^2}.
+// (The keys of the image are a subset of q + Z^2 and the target's own term
+// is 1 in the denominator.) With lambda_min = 1 this is eps(alpha) of DESIGN.md.
+//
+// Output. MHSA_q - conv_q = sum_h sum_{k != t} P_qk (X_k - X_t) W_val^h W_out^h, so
+//   |MHSA - conv|_inf <= sum_h eps * 2 max_k |X_k W_val^h W_out^h|_inf.
+//
+// Round-off allowance (first-order error analysis, gamma_n = n u, Higham 2002 §3.1;
+// u = unit round-off of the dtype). Added to the bound above:
+//   (a) sums: each output is a sum of at most n terms in either computation
+//       (softmax denominator over the H_p W_p keys, the weighted sum of values,
+//       X W_val, concat W_out, the convolution's C_in K1 K2 products, the
+//       bias); each computation errs by at most n u sum|terms|, and sum|terms|
+//       <= abs_scale = |b|_inf + sum_h max_k (|X_k| |W_val^h| |W_out^h|)_inf, so 2 n u abs_scale;
+//   (b) scores: the positional score v . r_delta is a sum of large terms that
+//       cancel (|a_p r_p| grows like alpha |delta|^2), so its absolute error is
+//       up to gamma_{D_p+2} M(delta), M(delta) = sum_p |a_p| |r_p(delta)| (a = v W^_key),
+//       for the key and for the row maximum. A relative error e_k of each
+//       exp changes the output of head h by at most 2 sum_k P_qk e_k max_k |X_k||W_val^h||W_out^h|,
+//       and P_qk <= e^{-alpha lambda_min |delta - Delta|^2}. Zero when every score
+//       is computed exactly: every coefficient alpha a_p is an integer and
+//       max_delta M(delta) < 2^digits of the dtype, so every product and partial
+//       sum is an exactly representable integer (the quadratic encodings with an
+//       integer alpha, e.g. 60; not quadratic_general, whose A is random).
+// The allowance assumes W_qry = W_key = 0 and u = 0, as in the construction.
+#include <array>
+#include <optional>
+#include <vector>
+
+#include "mhsa/mhsa_layer.hpp"
+
+namespace attnconv {
+
+// eps(alpha) = 4 s (1 + s), s = sum_{n>=1} e^{-alpha n^2}; never (1 + 2s)^2 - 1 (it cancels to 0).
+double attention_leak(double alpha);
+
+struct FiniteAlphaBound {
+  double alpha = 0;            // the alpha of the layer the scales were measured on
+  double lambda_min = 1;       // smallest eigenvalue of the positional precision (1: quadratic encodings)
+  double head_scale = 0;       // sum_h max_k |X_k W_val^h W_out^h|_inf
+  double abs_scale = 0;        // |b|_inf + sum_h max_k (|X_k| |W_val^h| |W_out^h|)_inf
+  double longest_sum = 0;      // n of (a)
+  double unit_roundoff = 0;    // u of the dtype
+  int digits = 53;             // mantissa digits of the dtype
+  struct Head {
+    std::array<int, 2> target{0, 0};  // Delta
+    std::vector<double> a;             // v W^_key per unit alpha
+    double abs_value_scale = 0;        // max_k (|X_k| |W_val^h| |W_out^h|)_inf
+  };
+  std::vector<Head> heads;     // heads with a non-zero value path
+  std::array<int, 2> span{1, 1};  // the image (H_p, W_p) the keys live in
+  Encoding encoding = Encoding::quadratic;
+
+  double leak(double at_alpha) const { return attention_leak(at_alpha * lambda_min); }
+  double roundoff(double at_alpha) const;      // (a) + (b)
+  bool exact_scores(double at_alpha) const;    // (b) is zero
+  double operator()(double at_alpha) const { return 2 * leak(at_alpha) * head_scale + roundoff(at_alpha); }
+};
+
+// Measures the scales of a layer built by the construction on the tokens of an
+// H x W image (the padded one). `conv_terms` = C_in K1 K2 (the convolution's sum);
+// `targets` = Delta of each head (empty: silent head), `lambda_min` as above.
+template <class T>
+FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& tokens, std::size_t height,
+                                    std::size_t width, std::size_t conv_terms,
+                                    const std::vector<std::optional<std::array<int, 2>>>& targets,
+                                    double alpha, double lambda_min);
+
+// The smallest alpha with bound(alpha) <= max_abs_tolerance, or NaN when none
+// up to 2^12 does (round-off alone exceeds it). The leak term decreases
+// strictly with alpha and the round-off term grows slowly, so the bound first
+// falls: a geometric grid finds the first alpha under the tolerance and
+// bisection refines it to 1e-9 relative.
+double alpha_min(const FiniteAlphaBound& bound, double max_abs_tolerance);
+
+}  // namespace attnconv

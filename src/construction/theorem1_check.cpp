@@ -1,0 +1,59 @@
+#include "construction/theorem1_check.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace attnconv {
+
+template <class T> Image<T> mhsa_image(const MhsaLayer<T>& layer, const Image<T>& x, const MhsaEngine<T>& engine) {
+  const std::size_t height = x.shape(1), width = x.shape(2);
+  return tokens_to_image(engine(layer, image_to_tokens(x), height, width), height, width);
+}
+
+double precision_lambda_min(const Theorem1Options& options, int kernel_positions) {
+  if (options.encoding != Encoding::quadratic_general) return 1.0;
+  double lambda = std::numeric_limits<double>::infinity();
+  const int n = std::min(options.heads, kernel_positions);
+  for (int h = 0; h < n; ++h) lambda = std::min(lambda, options.precision.at(std::size_t(h)).smallest_eigenvalue());
+  return lambda;
+}
+
+template <class T>
+FiniteAlphaBound construction_bound(const MhsaLayer<T>& layer, const Matrix<T>& tokens, std::size_t height,
+                                   std::size_t width, std::array<int, 2> kernel, const Theorem1Options& options) {
+  std::vector<std::optional<std::array<int, 2>>> targets(layer.heads.size());
+  for (int h = 0; h < std::min(options.heads, kernel[0] * kernel[1]); ++h)
+    targets[std::size_t(h)] = kernel_offset(h / kernel[1], h % kernel[1], kernel, options.dilation);
+  const std::size_t conv_terms = layer.in_dim() * std::size_t(kernel[0] * kernel[1]);
+  return finite_alpha_bound(layer, tokens, height, width, conv_terms, targets, options.alpha,
+                            precision_lambda_min(options, kernel[0] * kernel[1]));
+}
+
+template <class T>
+Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
+                                const ConvGeometry& g, const Theorem1Options& options, const MhsaEngine<T>& engine) {
+  const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
+  Theorem1Check<T> out;
+  out.expected = conv2d_reference(x, w_conv, bias, g);
+  out.layer = theorem1_layer(w_conv, bias, options);
+  const Image<T> xpad = pad(x, g.padding, g.padding_mode);
+  out.actual = align_to_convolution(mhsa_image(out.layer, xpad, engine), kernel, g,
+                                    {int(out.expected.shape(1)), int(out.expected.shape(2))});
+  out.bound = construction_bound(out.layer, image_to_tokens(xpad), xpad.shape(1), xpad.shape(2), kernel, options);
+  return out;
+}
+
+template Image<float> mhsa_image(const MhsaLayer<float>&, const Image<float>&, const MhsaEngine<float>&);
+template Image<double> mhsa_image(const MhsaLayer<double>&, const Image<double>&, const MhsaEngine<double>&);
+template FiniteAlphaBound construction_bound(const MhsaLayer<float>&, const Matrix<float>&, std::size_t, std::size_t,
+                                             std::array<int, 2>, const Theorem1Options&);
+template FiniteAlphaBound construction_bound(const MhsaLayer<double>&, const Matrix<double>&, std::size_t,
+                                             std::size_t, std::array<int, 2>, const Theorem1Options&);
+template Theorem1Check<float> check_theorem1(const Image<float>&, const Kernel<float>&,
+                                             const std::optional<Vector<float>>&, const ConvGeometry&,
+                                             const Theorem1Options&, const MhsaEngine<float>&);
+template Theorem1Check<double> check_theorem1(const Image<double>&, const Kernel<double>&,
+                                              const std::optional<Vector<double>>&, const ConvGeometry&,
+                                              const Theorem1Options&, const MhsaEngine<double>&);
+
+}  // namespace attnconv

@@ -1,0 +1,44 @@
+#pragma once
+// One run of the Theorem 1 construction against the convolution reference,
+// shared by every proof of the claim (2D, 1D as a 1 x L image, the padding
+// remark): build the layer, attend over the padded image, crop and subsample
+// (DESIGN.md, "Padding, stride, dilation"), and measure the finite-alpha bound.
+#include <functional>
+#include <optional>
+
+#include "construction/finite_alpha.hpp"
+#include "construction/theorem1.hpp"
+
+namespace attnconv {
+
+// An MHSA engine: (layer, tokens of an H x W image, H, W) -> output tokens.
+// Each proof passes the engine it uses (mhsa_dense today) in exactly one place.
+template <class T>
+using MhsaEngine = std::function<Matrix<T>(const MhsaLayer<T>&, const Matrix<T>&, std::size_t, std::size_t)>;
+
+// The MHSA output of a whole (C, H, W) image, as an image.
+template <class T> Image<T> mhsa_image(const MhsaLayer<T>& layer, const Image<T>& x, const MhsaEngine<T>& engine);
+
+// The smallest eigenvalue of the positional precision of the construction
+// (1 for the quadratic encodings; min over heads of A's for quadratic_general).
+double precision_lambda_min(const Theorem1Options& options, int kernel_positions);
+
+// The finite-alpha bound of the construction `layer` (made by theorem1_layer
+// with `options` for a kernel of size `kernel`) on an H x W image.
+template <class T>
+FiniteAlphaBound construction_bound(const MhsaLayer<T>& layer, const Matrix<T>& tokens, std::size_t height,
+                                   std::size_t width, std::array<int, 2> kernel, const Theorem1Options& options);
+
+template <class T> struct Theorem1Check {
+  Image<T> expected;        // conv2d_reference: the ground truth
+  Image<T> actual;          // the MHSA of the padded image, aligned to `expected`
+  MhsaLayer<T> layer;       // the construction
+  FiniteAlphaBound bound;   // on the padded image
+};
+
+template <class T>
+Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
+                                const ConvGeometry& geometry, const Theorem1Options& options,
+                                const MhsaEngine<T>& engine);
+
+}  // namespace attnconv
