@@ -6,6 +6,7 @@
 #include "harness/atomic_file.hpp"
 #include "harness/npy.hpp"
 #include "harness/report.hpp"
+#include "harness/sweep_fit.hpp"
 #include "harness/verdict.hpp"
 
 namespace attnconv {
@@ -50,6 +51,7 @@ json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
                  {"environment", environment()},
                  {"cases", json::array()}};
   for (const auto& c : cases) report["cases"].push_back(run_case(c, options));
+  report["sweep_fits"] = fit_sweeps(report["cases"]);
   update_summary(report, seconds_since(start));
   write_file_atomic((std::filesystem::path(options.out_dir) / "report.json").string(), report.dump(2) + "\n");
   return report;
