@@ -1,0 +1,44 @@
+// The 1D convolution wrapper (the 2D reference on a 1 x L image) against
+// PyTorch's F.conv1d fixtures (tests/fixtures/conv1d, made by make_fixtures.py).
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <xtensor/xnpy.hpp>
+
+#include "metrics/compare.hpp"
+#include "ops/conv1d_reference.hpp"
+
+using namespace attnconv;
+
+TEST_CASE("conv1d_reference matches PyTorch's conv1d fixtures", "[conv1d]") {
+  const std::string root = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/conv1d/";
+  std::ifstream stream(root + "manifest.json");
+  REQUIRE(stream);
+  const auto manifest = nlohmann::json::parse(stream);
+  REQUIRE(manifest["cases"].size() == 6);
+  for (const auto& m : manifest["cases"]) {
+    const std::string dir = root + m["name"].get<std::string>() + "/";
+    INFO(m.dump());
+    const Sequence<double> x = xt::load_npy<double>(dir + "input.npy");
+    const Kernel1d<double> w = xt::load_npy<double>(dir + "weight.npy");
+    const Vector<double> b = xt::load_npy<double>(dir + "bias.npy");
+    const Sequence<double> y = xt::load_npy<double>(dir + "output.npy");
+    Conv1dGeometry g;
+    g.pad_left = m["padding"][0], g.pad_right = m["padding"][1];
+    g.padding_mode = padding_mode_from_string(m["padding_mode"]);
+    g.stride = m["stride"], g.dilation = m["dilation"];
+    const auto bias = m["bias"].get<bool>() ? std::optional<Vector<double>>(b) : std::nullopt;
+    const Sequence<double> out = conv1d_reference(x, w, bias, g);
+    REQUIRE(out.shape() == y.shape());
+    CHECK(compare(out, y).max_abs <= 1e-12);
+  }
+}
+
+TEST_CASE("a sequence is a 1 x L image and back", "[conv1d]") {
+  const Sequence<double> x = {{1, 2, 3}, {4, 5, 6}};
+  const Image<double> image = as_image(x);
+  CHECK(image.shape(1) == 1);
+  CHECK(image(1, 0, 2) == 6);
+  const bool same = as_sequence(image) == x;
+  CHECK(same);
+}

@@ -1,0 +1,55 @@
+// End to end through the program: the converse cases are confirmed as
+// predicted failures with eckart_young, and the alpha sweep stays under its
+// bound with a fitted slope close to -1.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace {
+nlohmann::json run_cli(const std::string& cases, const std::string& out) {
+  const std::string dir = (std::filesystem::temp_directory_path() / out).string();
+  const std::string command = std::string(ATTNCONV_BINARY) + " run " + ATTNCONV_SOURCE_DIR + "/cases/" + cases +
+                              " --out " + dir + " 2>/dev/null";
+  REQUIRE(std::system(command.c_str()) == 0);
+  std::ifstream stream(dir + "/report.json");
+  return nlohmann::json::parse(stream);
+}
+}  // namespace
+
+TEST_CASE("the converse: predicted failures, the rank-limited ones at the Eckart-Young distance", "[theorem1_cli]") {
+  const auto report = run_cli("theorem1_converse.json", "attnconv_theorem1_converse");
+  int rank_limited = 0;
+  for (const auto& c : report["cases"]) {
+    INFO(c["name"]);
+    CHECK(c["status"] == "pass");
+    CHECK(c["expect"] == "fail");
+    CHECK(c["message"].get<std::string>().rfind("the claim fails as predicted", 0) == 0);
+    const auto& m = c["metrics"];
+    CHECK(m["max_abs"].get<double>() > m["bound"].get<double>());
+    const bool all_positions = c["message"].get<std::string>().find("positions without a head") == std::string::npos;
+    if (m.contains("eckart_young") && all_positions) {
+      // Every kernel position has a head: the whole weight error is the
+      // truncated SVD's, which is the best possible (Eckart-Young).
+      ++rank_limited;
+      CHECK(m["weight_distance"].get<double>() == Approx(m["eckart_young"].get<double>()).epsilon(1e-10));
+    }
+  }
+  CHECK(rank_limited >= 3);
+}
+
+TEST_CASE("the alpha sweep stays under its bound and decays with slope close to -1", "[theorem1_cli]") {
+  const auto report = run_cli("theorem1_alpha_sweep.json", "attnconv_theorem1_sweep");
+  for (const auto& c : report["cases"]) {
+    INFO(c["name"]);
+    CHECK(c["metrics"]["max_abs"].get<double>() <= c["metrics"]["bound"].get<double>());
+  }
+  REQUIRE(report["sweep_fits"].size() == 4);
+  for (const auto& fit : report["sweep_fits"]) {
+    INFO(fit.dump());
+    CHECK(fit["points_used"].get<int>() >= 5);
+    CHECK(fit["slope"].get<double>() < -0.9);
+    CHECK(fit["slope"].get<double>() > -1.1);
+  }
+}
