@@ -17,7 +17,7 @@ namespace {
 using attnconv::json;
 
 // A random case of cordonnier2020.theorem1 that satisfies the theorem's hypotheses.
-json random_case(double alpha) {
+json random_case(double alpha, const std::string& dtype = "float64") {
   const int k1 = *rc::gen::inRange(1, 7), k2 = *rc::gen::inRange(1, 7);
   const int s1 = *rc::gen::inRange(1, 4), s2 = *rc::gen::inRange(1, 4);
   const int d1 = *rc::gen::inRange(1, 4), d2 = *rc::gen::inRange(1, 4);
@@ -47,7 +47,7 @@ json random_case(double alpha) {
            {{"image", {h, w}}, {"kernel", {k1, k2}}, {"in_channels", c_in}, {"out_channels", c_out},
             {"heads", k1 * k2}, {"head_dim", c_out}, {"padding", padding}, {"padding_mode", mode},
             {"stride", stride}, {"dilation", {d1, d2}}, {"alpha", alpha}, {"encoding", encoding},
-            {"dtype", "float64"}, {"seed", *rc::gen::inRange(0, 1000)}}}};
+            {"dtype", dtype}, {"seed", *rc::gen::inRange(0, 1000)}}}};
 }
 
 json run(const json& object) {
@@ -79,10 +79,11 @@ TEST_CASE("at alpha = 60 the MHSA equals the convolution to 1e-10 relative", "[t
   });
 }
 
-TEST_CASE("the finite-alpha bound holds for alpha in [0.5, 64]", "[theorem1_property]") {
+TEST_CASE("the finite-alpha bound holds for alpha in [0.5, 64], float64 and float32", "[theorem1_property]") {
   check("theorem1 bound", 60, [] {
     const double alpha = 0.5 + 63.5 * (*rc::gen::inRange(0, 1001)) / 1000.0;
-    const json metrics = run(random_case(alpha));
+    const std::string dtype = *rc::gen::element<std::string>("float64", "float32");
+    const json metrics = run(random_case(alpha, dtype));
     RC_LOG() << "alpha = " << alpha << ", max_abs = " << metrics["max_abs"] << ", bound = " << metrics["bound"] << "\n";
     RC_ASSERT(metrics["max_abs"].get<double>() <= metrics["bound"].get<double>());
   });
