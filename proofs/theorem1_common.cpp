@@ -1,6 +1,8 @@
 #include "theorem1_common.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 

@@ -53,3 +53,25 @@ TEST_CASE("the alpha sweep stays under its bound and decays with slope close to 
     CHECK(fit["slope"].get<double>() > -1.1);
   }
 }
+
+TEST_CASE("the general, 1D and padding-remark case files pass, within their bounds", "[theorem1_cli]") {
+  for (const std::string file : {"theorem1_general.json", "theorem1_1d.json"}) {
+    const auto report = run_cli(file, "attnconv_theorem1_files");
+    for (const auto& c : report["cases"]) {
+      INFO(c["name"]);
+      CHECK(c["status"] == "pass");
+      CHECK(c["metrics"]["max_abs"].get<double>() <= c["metrics"]["bound"].get<double>());
+    }
+  }
+  const auto report = run_cli("padding_remark.json", "attnconv_padding_remark");
+  for (const auto& c : report["cases"]) {
+    INFO(c["name"]);
+    const auto& m = c["metrics"];
+    CHECK(c["status"] == "pass");
+    CHECK(m["band_sides"] == m["band_sides_expected"]);
+    CHECK(m["band_exceptions"] == 0);
+    CHECK(m["max_abs"].get<double>() > 1e-3);  // the band is there: the outputs really differ
+    CHECK(m["interior_max_abs"].get<double>() <= m["bound"].get<double>());
+    CHECK(m["padded_max_abs"].get<double>() <= m["padded_bound"].get<double>());
+  }
+}

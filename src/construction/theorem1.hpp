@@ -1,7 +1,7 @@
 #pragma once
 // Cordonnier et al. (ICLR 2020), Theorem 1 and its proof: the parameters of an
-// MHSA layer (quadratic encoding, D_p = 3) that express a given K1 x K2
-// convolution, and the pad-then-crop-and-subsample alignment of the paper's
+// MHSA layer (quadratic encoding, D_p = 3; or the 1D and generalised quadratic
+// encodings) that express a given K1 x K2 convolution, and the pad-then-crop-and-subsample alignment of the paper's
 // remarks on padding, stride and dilation.
 #include <array>
 #include <cstdint>
@@ -41,7 +41,7 @@ std::array<int, 2> kernel_center(std::array<int, 2> kernel);
 std::array<int, 2> kernel_offset(int p, int q, std::array<int, 2> kernel, std::array<int, 2> dilation);
 
 // The construction of the proof of Theorem 1. Head h = p*K2 + q (h < heads)
-// is assigned kernel position (p, q); W_qry = W_key = 0, u = 0, W^_key = [I_3; 0],
+// is assigned kernel position (p, q); W_qry = W_key = 0, u = 0, W^_key = I_{D_p} (D_k = D_p),
 //   v = -alpha (1, -2 Delta1, -2 Delta2, 0, ...)  =>  A_qk = -alpha(|delta - Delta|^2 - |Delta|^2),
 // and W_val^(h) W_out^(h) = W_conv[:, :, p, q]^T (exactly when D_h >= D_out,
 // best rank-D_h otherwise). b_out = the convolution bias.
