@@ -37,11 +37,11 @@ double FiniteAlphaBound::roundoff(double at_alpha) const {
   const double u = unit_roundoff;
   const double sums = 2 * u * longest_sum * abs_scale;  // (a)
   if (exact_scores(at_alpha)) return sums;
-  // (b): sum over keys of P_qk-weighted score errors, P_qk <= e^{-alpha lambda_min |delta - Delta|^2}.
-  const double gamma = (encoding_dim(encoding) + 2) * u;
+  // (b): see finite_alpha.hpp.
   const int d_p = encoding_dim(encoding);
+  const double gamma = (d_p + 2) * u, eps = leak(at_alpha);
   std::vector<double> r(std::size_t(d_p), 0.0);
-  const auto magnitude = [&](const Head& h, int d1, int d2) {
+  const auto magnitude = [&](const Head& h, int d1, int d2) {  // M(delta)
     relative_encoding(encoding, d1, d2, r.data());
     double m = 0;
     for (int p = 0; p < d_p; ++p) m += std::abs(h.a[std::size_t(p)] * at_alpha) * std::abs(r[std::size_t(p)]);
@@ -50,15 +50,15 @@ double FiniteAlphaBound::roundoff(double at_alpha) const {
   double scores = 0;
   for (const Head& h : heads) {
     const double m_target = magnitude(h, h.target[0], h.target[1]);
-    double weighted = 0;
+    double w = 0;  // sum_{k != t} e^{-alpha lambda_min |delta - Delta|^2} e_k / gamma
     for (int d1 = -(span[0] - 1); d1 <= span[0] - 1; ++d1)
       for (int d2 = -(span[1] - 1); d2 <= span[1] - 1; ++d2) {
         const double dist2 = double(d1 - h.target[0]) * (d1 - h.target[0]) + double(d2 - h.target[1]) * (d2 - h.target[1]);
         const double exponent = -at_alpha * lambda_min * dist2;
-        if (exponent < -745) continue;  // the weight underflows to 0
-        weighted += std::exp(exponent) * (magnitude(h, d1, d2) + m_target);
+        if (dist2 == 0 || exponent < -745) continue;  // the target, or a weight that underflows to 0
+        w += std::exp(exponent) * (magnitude(h, d1, d2) + m_target + 1);
       }
-    scores += 2 * gamma * weighted * h.abs_value_scale;
+    scores += 2 * h.abs_value_scale * gamma * ((1 + eps) * w + eps * (m_target + 1));
   }
   return sums + scores;
 }

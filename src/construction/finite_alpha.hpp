@@ -21,13 +21,18 @@
 //       X W_val, concat W_out, the convolution's C_in K1 K2 products, the
 //       bias); each computation errs by at most n u sum|terms|, and sum|terms|
 //       <= abs_scale = |b|_inf + sum_h max_k (|X_k| |W_val^h| |W_out^h|)_inf, so 2 n u abs_scale;
-//   (b) scores: the positional score v . r_delta is a sum of large terms that
-//       cancel (|a_p r_p| grows like alpha |delta|^2), so its absolute error is
-//       up to gamma_{D_p+2} M(delta), M(delta) = sum_p |a_p| |r_p(delta)| (a = v W^_key),
-//       for the key and for the row maximum. A relative error e_k of each
-//       exp changes the output of head h by at most 2 sum_k P_qk e_k max_k |X_k||W_val^h||W_out^h|,
-//       and P_qk <= e^{-alpha lambda_min |delta - Delta|^2}. Zero when every score
-//       is computed exactly: every coefficient alpha a_p is an integer and
+//   (b) scores: the positional score s_k = a . r_delta (a = v W^_key) is a sum of
+//       large terms that cancel (|a_p r_p| grows like alpha |delta|^2). Key k's
+//       exponent s_k - max errs by e_k <= gamma (M(delta) + M(Delta) + 1),
+//       gamma = (D_p + 2) u, M(delta) = sum_p |a_p| |r_p(delta)| (the dot product,
+//       the subtraction of the row maximum, the exp). To first order a change e_k of
+//       the exponents changes P_qk by P_qk (e_k - e_bar), e_bar = sum_j P_qj e_j (a
+//       common shift cancels), so head h's output moves by
+//         sum_{k != t} P_qk (e_k - e_bar)(V_k - V_t)
+//         <= 2 max_k |V_k| ((1 + eps) W + eps e_t),  W = sum_{k != t} P_qk e_k,
+//       with P_qk <= e^{-alpha lambda_min |delta - Delta|^2} for k != t and 1 - P_t <= eps;
+//       max_k |V_k| <= max_k (|X_k| |W_val^h| |W_out^h|)_inf. This term is zero when
+//       every score is computed exactly: every coefficient alpha a_p is an integer and
 //       max_delta M(delta) < 2^digits of the dtype, so every product and partial
 //       sum is an exactly representable integer (the quadratic encodings with an
 //       integer alpha, e.g. 60; not quadratic_general, whose A is random).
