@@ -6,10 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 namespace {
 nlohmann::json run_cli(const std::string& cases, const std::string& out) {
-  const std::string dir = (std::filesystem::temp_directory_path() / out).string();
+  const std::string dir = (std::filesystem::temp_directory_path() / (out + "-" + std::to_string(getpid()))).string();
   const std::string command = std::string(ATTNCONV_BINARY) + " run " + ATTNCONV_SOURCE_DIR + "/cases/" + cases +
                               " --out " + dir + " 2>/dev/null";
   REQUIRE(std::system(command.c_str()) == 0);
