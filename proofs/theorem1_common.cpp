@@ -32,6 +32,7 @@ void check_geometry(const ConvGeometry& g, std::array<int, 2> image, std::array<
 }
 
 void check_hypotheses(const Case& c, int kernel_positions) {
+  check_tensor_names(c, {"input", "conv_weight", "conv_bias"});
   if (c.expect != "hold") return;
   if (get_int(c.params, "heads") < kernel_positions)
     throw ParamError("heads", "Theorem 1 needs heads >= the number of kernel positions = " +

@@ -27,7 +27,8 @@ xt::xtensor<T, N> case_tensor(const Case& c, const char* key, const std::array<s
 void check_geometry(const ConvGeometry& g, std::array<int, 2> image, std::array<int, 2> kernel,
                     const std::string& kernel_key);
 
-// With "expect": "hold", Theorem 1's hypotheses: heads >= kernel positions,
+// The tensors a case may load (input, conv_weight, conv_bias) and, with
+// "expect": "hold", Theorem 1's hypotheses: heads >= kernel positions,
 // head_dim >= out_channels.
 void check_hypotheses(const Case& c, int kernel_positions);
 

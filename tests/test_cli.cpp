@@ -152,8 +152,10 @@ TEST_CASE("run: report.json follows the contract, dumps have the right shapes", 
     CHECK(c["status"] == "pass");
     CHECK(c["metrics"]["max_abs"].is_number());
     CHECK(c["metrics"]["rel_l2"].is_number());
-    CHECK(c["metrics"]["rel_l2"].get<double>() <= c["tolerance"]["rel_l2"].get<double>());
-    CHECK(c["tolerance"].is_object());
+    // No tolerance in the case: the proof's own (its finite-alpha bound) applies.
+    REQUIRE(c["tolerance"].is_object());
+    CHECK(c["tolerance"] == json{{"max_abs", c["metrics"]["bound"]}});
+    CHECK(c["metrics"]["max_abs"].get<double>() <= c["metrics"]["bound"].get<double>());
     CHECK(c["seconds"].is_number());
     CHECK(c["message"].is_string());
     // full params: the defaults are filled in
@@ -165,8 +167,6 @@ TEST_CASE("run: report.json follows the contract, dumps have the right shapes", 
   const json& first = report["cases"][0];
   CHECK(first["params"]["alpha"] == 60.0);
   CHECK(first["params"]["padding_mode"] == "zeros");
-  CHECK(first["tolerance"] == json{{"rel_l2", 1e-10}});             // the float64 default
-  CHECK(report["cases"][1]["tolerance"] == json{{"rel_l2", 1e-4}});  // the float32 default
   CHECK(report["cases"][3]["params"]["alpha"] == 60);
 
   ConvGeometry same;

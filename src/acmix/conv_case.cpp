@@ -54,10 +54,7 @@ void validate_conv_case(const Case& c) {
                                      " exceeds the padded image (" + std::to_string(image[axis] + before + after) +
                                      ") along axis " + std::to_string(axis));
   }
-  for (const auto& [key, value] : c.weights.items())
-    if (key != "input" && key != "conv_weight" && key != "conv_bias")
-      throw InputError(c.file + ": case '" + c.name + "': key 'weights." + key +
-                       "': unknown tensor (expected input, conv_weight, conv_bias)");
+  check_tensor_names(c, {"input", "conv_weight", "conv_bias"});
   if (c.weights.contains("conv_bias") && !c.params.at("bias").get<bool>())
     throw ParamError("bias", "weights.conv_bias is given but \"bias\" is false");
 }

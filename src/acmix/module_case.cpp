@@ -44,15 +44,10 @@ void validate_acmix_case(const Case& c) {
     throw ParamError("kernel_att", "reflection padding kernel_att // 2 = " + std::to_string(config.kernel_att / 2) +
                                        " must be smaller than the image side " +
                                        std::to_string(std::min(image[0], image[1])));
-  const auto where = [&](const std::string& key) { return c.file + ": case '" + c.name + "': key 'weights." + key + "': "; };
   std::vector<std::string> known{"input"};
   for (const auto& entry : acmix_state_dict_entries(config, true)) known.push_back(entry.key);
+  check_tensor_names(c, known);
   for (const auto& [key, value] : c.weights.items()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      const std::string best = closest(key, known);
-      throw InputError(where(key) + "unknown tensor" + (best.empty() ? "" : " (did you mean '" + best + "'?)") +
-                       "; expected input or a reference state_dict key");
-    }
     if (!c.params.value("projection_bias", true) && key.size() > 5 && key.compare(key.size() - 5, 5, ".bias") == 0 &&
         key.compare(0, 4, "conv") == 0 && key != "conv_p.bias")
       throw ParamError("projection_bias", "weights." + key + " is given but \"projection_bias\" is false");

@@ -1,5 +1,6 @@
 #include "harness/npy.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,17 @@ namespace attnconv {
 namespace fs = std::filesystem;
 
 bool has_case_tensor(const Case& c, const std::string& key) { return c.weights.contains(key); }
+
+void check_tensor_names(const Case& c, const std::vector<std::string>& known) {
+  for (const auto& [key, value] : c.weights.items())
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      const std::string best = closest(key, known);
+      std::string list;
+      for (const auto& name : known) list += (list.empty() ? "" : ", ") + name;
+      throw InputError(c.file + ": case '" + c.name + "': key 'weights." + key + "': unknown tensor" +
+                       (best.empty() ? "" : " (did you mean '" + best + "'?)") + "; expected one of " + list);
+    }
+}
 
 namespace {
 std::string shape_string(const std::vector<std::size_t>& shape) {

@@ -14,6 +14,11 @@ template <class T> xt::xarray<T> load_case_tensor(const Case& c, const std::stri
 
 bool has_case_tensor(const Case& c, const std::string& key);
 
+// Every key of case.weights must be one of `known`: a typo must not fall back
+// silently to random numbers. Throws InputError naming the key, with the
+// closest known name.
+void check_tensor_names(const Case& c, const std::vector<std::string>& known);
+
 // Writes every tensor of `tensors` as DIR/<name>.npy.
 void dump_tensors(const std::string& dir, const std::vector<NamedTensor>& tensors);
 
