@@ -101,6 +101,20 @@ const bool registered = register_proof({
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
+    {
+        {"max_abs", "number", "max |MHSA - conv| over the output"},
+        {"rel_l2", "number", "||MHSA - conv||_2 / ||conv||_2"},
+        {"alpha", "number", "the attention sharpness used"},
+        {"engine", "string", "the MHSA engine that ran"},
+        {"encoding", "string", "the relative positional encoding"},
+        {"lambda_min", "number", "smallest eigenvalue of the per-head precision A (1 for the quadratic encoding)"},
+        {"bound", "number", "finite-alpha bound eps(alpha) * sum_h 2 max_k |X_k W_val^h W_out^h| + round-off"},
+        {"attention_leak", "number", "eps(alpha) = 4 s (1 + s), s = sum_{n>=1} exp(-alpha n^2)"},
+        {"roundoff_allowance", "number", "the round-off part of the bound"},
+        {"padding_resolved", "array", "[top, bottom, left, right]"},
+        {"output_shape", "array", "[C_out, H_out, W_out]"},
+        {"eckart_young", "number", "best possible distance when head_dim < out_channels", false},
+    },
 });
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cli/workflow.hpp"
 #include "harness/case_loader.hpp"
 #include "harness/errors.hpp"
 #include "harness/runner.hpp"
@@ -54,6 +55,10 @@ int main(int argc, char** argv) {
 
   auto* proofs = app.add_subcommand("proofs", "print the registered proofs and their statements");
 
+  WorkflowOptions workflow;  // --shard, --junit, --quiet; merge, plot, schema (cli/workflow.hpp)
+  add_run_options(*run, workflow);
+  add_workflow_commands(app, workflow);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -61,6 +66,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (proofs->parsed()) return print_proofs();
+  if (const auto code = run_workflow_command(workflow)) return *code;
   if (paths.empty()) paths = {"cases"};
   try {
     const std::vector<Case> cases = select(load_cases(paths), filter);
@@ -69,10 +75,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cases.empty()) throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + filter + "'"));
-    const json report = run_cases(cases, {out_dir, dump_dir});
-    const auto& s = report["summary"];
-    std::cerr << s["passed"] << " passed, " << s["failed"] << " failed, " << s["errored"] << " errored in "
-              << s["seconds"].get<double>() << " s; report: " << out_dir << "/report.json\n";
+    RunOptions options;
+    options.out_dir = out_dir, options.dump_dir = dump_dir;
+    const std::vector<Case> to_run = prepare_run(cases, workflow, options);
+    const json report = run_cases(to_run, options);
+    finish_run(report, workflow, out_dir);
     return exit_code(report);
   } catch (const InputError& e) {
     std::cerr << "attnconv: " << e.what() << "\n";

@@ -43,6 +43,16 @@ struct Outcome {
   std::vector<NamedTensor> tensors;           // "input", "expected", "actual", parameters...
 };
 
+// A metric a proof reports, for the report schema (reports/schema.json).
+// `type` is a JSON Schema type: "number" (null allowed: NaN/Inf are written as
+// null), "integer", "string", "boolean", "array" or "object".
+struct MetricSpec {
+  std::string name;
+  std::string type;
+  std::string help;
+  bool always = true;  // present in every non-error case (else only sometimes)
+};
+
 struct ProofDef {
   std::string id;
   std::string paper;
@@ -54,6 +64,8 @@ struct ProofDef {
   std::function<Outcome(const Case&)> verify;
   // Bytes the case will need at its peak, for `list` and --max-memory. May be empty.
   std::function<double(const Case&)> memory_estimate;
+  // The metrics verify() reports; empty: only max_abs and rel_l2 are known.
+  std::vector<MetricSpec> metrics = {};
 };
 
 bool register_proof(ProofDef proof);  // returns true, for `static const bool registered = ...`

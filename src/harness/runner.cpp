@@ -50,7 +50,11 @@ json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
                  {"tool", tool_info()},
                  {"environment", environment()},
                  {"cases", json::array()}};
-  for (const auto& c : cases) report["cases"].push_back(run_case(c, options));
+  report.update(options.report_fields);
+  for (const auto& c : cases) {
+    report["cases"].push_back(run_case(c, options));
+    if (options.on_case_finished) options.on_case_finished(report["cases"].back());
+  }
   report["sweep_fits"] = fit_sweeps(report["cases"]);
   update_summary(report, seconds_since(start));
   write_file_atomic((std::filesystem::path(options.out_dir) / "report.json").string(), report.dump(2) + "\n");

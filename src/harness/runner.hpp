@@ -1,5 +1,6 @@
 #pragma once
 // Runs expanded cases through their proofs and writes DIR/report.json.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,8 @@ namespace attnconv {
 struct RunOptions {
   std::string out_dir = "reports";
   std::string dump_dir;  // empty: no tensor dumps
+  json report_fields = json::object();                 // extra top-level report fields (e.g. "shard")
+  std::function<void(const json&)> on_case_finished;   // called with each case's entry (progress)
 };
 
 // One case: verify, judge, time. A proof that throws gives status "error".

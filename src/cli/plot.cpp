@@ -1,0 +1,357 @@
+#include "cli/plot.hpp"
+
+#include <fnmatch.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "construction/theorem1.hpp"
+#include "harness/errors.hpp"
+#include "harness/params.hpp"
+#include "mhsa/attention_row.hpp"
+#include "ops/padding.hpp"
+#include "tensor/random.hpp"
+
+namespace attnconv {
+
+namespace fs = std::filesystem;
+
+LogFit fit_log_linear(const std::vector<double>& x, const std::vector<double>& y) {
+  LogFit fit;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    const double ly = std::log(y[k]);
+    sx += x[k], sy += ly, sxx += x[k] * x[k], sxy += x[k] * ly;
+  }
+  const double n = double(x.size()), denominator = n * sxx - sx * sx;
+  fit.points = x.size();
+  if (x.size() < 2 || denominator == 0) return fit;
+  fit.slope = (n * sxy - sx * sy) / denominator;
+  fit.intercept = (sy - fit.slope * sx) / n;
+  return fit;
+}
+
+namespace {
+
+std::string slug(const std::string& name) {
+  std::string out;
+  for (const char ch : name) out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ? ch : '_';
+  return out;
+}
+
+// A gnuplot single-quoted string literal ('' stands for ').
+std::string gp_quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char ch : text) out += ch == '\'' ? std::string("''") : std::string(1, ch);
+  return out + "'";
+}
+
+// A gnuplot double-quoted string literal, where a newline is a line break.
+std::string dquoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch == '\n' ? std::string("\\n") : std::string(1, ch);
+  }
+  return out + "\"";
+}
+
+std::string number(double value) {
+  if (!std::isfinite(value)) return "NaN";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
+std::string short_number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", value);
+  return buffer;
+}
+
+double metric(const nlohmann::json& c, const std::string& key) {
+  const auto& m = c.value("metrics", nlohmann::json::object());
+  return m.contains(key) && m[key].is_number() ? m[key].get<double>() : std::nan("");
+}
+
+void run_gnuplot(const std::string& gnuplot, const std::string& terminal, const std::string& image,
+                 const std::string& script) {
+  const std::string setup = "set terminal " + terminal + "; set output " + gp_quoted(image);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("plot: cannot fork");
+  if (pid == 0) {
+    execlp(gnuplot.c_str(), gnuplot.c_str(), "-e", setup.c_str(), script.c_str(), static_cast<char*>(nullptr));
+    std::fprintf(stderr, "attnconv plot: cannot run '%s' (install gnuplot: apt-get install gnuplot-nox)\n",
+                 gnuplot.c_str());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("plot: gnuplot failed on " + script + " (exit status " +
+                             std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+}
+
+// Writes DIR/<name>.dat and DIR/<name>.gp and renders them as PNG and SVG.
+struct Figure {
+  std::string name, data, script;
+  int width = 640, height = 400;
+};
+
+std::vector<std::string> render(const Figure& figure, const PlotOptions& options) {
+  const fs::path base = fs::path(options.out_dir) / figure.name;
+  const std::string data = base.string() + ".dat", script = base.string() + ".gp";
+  std::ofstream(data) << figure.data;
+  std::ofstream(script) << "datafile = " << gp_quoted(data) << "\n" << figure.script;
+  const std::string size = " size " + std::to_string(figure.width) + "," + std::to_string(figure.height);
+  run_gnuplot(options.gnuplot, "pngcairo noenhanced font 'sans,9'" + size, base.string() + ".png", script);
+  run_gnuplot(options.gnuplot, "svg noenhanced font 'sans,9' background rgb 'white'" + size, base.string() + ".svg", script);
+  return {base.string() + ".png", base.string() + ".svg"};
+}
+
+// The slope a report-level "sweep_fits" entry gives for `group`, if any.
+std::optional<double> reported_slope(const nlohmann::json& report, const std::string& group) {
+  if (!report.contains("sweep_fits")) return std::nullopt;
+  const auto& fits = report["sweep_fits"];
+  const auto slope_of = [](const nlohmann::json& fit) -> std::optional<double> {
+    for (const char* key : {"slope", "log_slope", "fitted_slope"})
+      if (fit.is_object() && fit.contains(key) && fit[key].is_number()) return fit[key].get<double>();
+    return std::nullopt;
+  };
+  if (fits.is_object() && fits.contains(group)) return slope_of(fits[group]);
+  if (fits.is_array())
+    for (const auto& fit : fits)
+      for (const char* key : {"group", "sweep_group", "name"})
+        if (fit.is_object() && fit.value(key, "") == group) return slope_of(fit);
+  return std::nullopt;
+}
+
+// --- error against alpha ------------------------------------------------------
+
+Figure alpha_sweep_figure(const std::string& group, std::vector<const nlohmann::json*> cases,
+                          const nlohmann::json& report) {
+  std::sort(cases.begin(), cases.end(), [](const auto* a, const auto* b) {
+    return (*a)["sweep_point"]["alpha"].template get<double>() < (*b)["sweep_point"]["alpha"].template get<double>();
+  });
+  Figure f;
+  f.name = "alpha-sweep-" + slug(group);
+  std::vector<double> fit_x, fit_y;
+  f.data = "# alpha max_abs bound\n";
+  for (const auto* c : cases) {
+    const double alpha = (*c)["sweep_point"]["alpha"].get<double>(), err = metric(*c, "max_abs");
+    const double bound = metric(*c, "bound"), roundoff = metric(*c, "roundoff_allowance");
+    f.data += number(alpha) + " " + number(err > 0 ? err : std::nan("")) + " " + number(bound) + "\n";
+    // Fit the decay only where the error is above round-off.
+    if (err > 0 && std::isfinite(err) && !(err <= 10 * roundoff)) fit_x.push_back(alpha), fit_y.push_back(err);
+  }
+  const LogFit fit = fit_log_linear(fit_x, fit_y);
+  const std::optional<double> from_report = reported_slope(report, group);
+  std::string fit_title, fit_plot;
+  if (from_report) {
+    fit_title = "slope from the report: d ln(max_abs)/d alpha = " + short_number(*from_report);
+  } else if (fit.points >= 2) {
+    fit_title = "fitted d ln(max_abs)/d alpha = " + short_number(fit.slope) + " over the " + std::to_string(fit.points) +
+                " points above 10x round-off";
+    fit_plot = ", [" + number(fit_x.front()) + ":" + number(fit_x.back()) + "] exp(" + number(fit.intercept) + " + " +
+               number(fit.slope) + " * x) with lines dt 2 lw 2 lc rgb '#d62728' title " +
+               gp_quoted("fit, slope " + short_number(fit.slope));
+  } else {
+    fit_title = "no fit: fewer than 2 points above round-off";
+  }
+  f.script = "set title " + dquoted(group + ": |MHSA - conv| against alpha\n" + fit_title) +
+             "\nset xlabel 'alpha'\nset ylabel 'max |MHSA - conv|'\nset logscale y\n"
+             "set format y '%.0e'\nset grid\nset key top right\n"
+             "plot datafile using 1:2 with linespoints pt 7 lw 2 lc rgb '#1f77b4' title 'max_abs (measured)', "
+             "datafile using 1:3 with lines lw 2 lc rgb '#7f7f7f' title 'bound'" + fit_plot + "\n";
+  return f;
+}
+
+// --- attention heat maps ------------------------------------------------------
+
+template <class T> Figure attention_figure(const nlohmann::json& c) {
+  const nlohmann::json& params = c["params"];
+  const auto image = get_int_pair(params, "image"), kernel = get_int_pair(params, "kernel");
+  const auto stride = get_int_pair(params, "stride"), dilation = get_int_pair(params, "dilation");
+  const Padding padding = resolve_padding(params.at("padding"), kernel, dilation);
+  const std::size_t c_in = std::size_t(get_int(params, "in_channels")), c_out = std::size_t(get_int(params, "out_channels"));
+
+  // The inputs as the proof draws them from the seed. (Under the construction,
+  // W_qry = W_key = 0 and u = 0, so the probabilities depend on positions only.)
+  const Random random(std::uint64_t(params.at("seed").get<long long>()));
+  const Image<T> x = random.stream(purpose_id("input")).uniform_tensor<T, 3>({c_in, std::size_t(image[0]), std::size_t(image[1])});
+  const Kernel<T> w = random.stream(purpose_id("conv_weight"))
+                          .uniform_tensor<T, 4>({c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])});
+  Theorem1Options options;
+  options.heads = get_int(params, "heads");
+  options.head_dim = get_int(params, "head_dim");
+  options.alpha = get_number(params, "alpha");
+  options.dilation = dilation;
+  const MhsaLayer<T> layer = theorem1_layer<T>(w, std::nullopt, options);
+
+  // The query: the centre output pixel, at its padded coordinates (i s1 + c1 d1, j s2 + c2 d2).
+  const PaddingMode mode = padding_mode_from_string(params.at("padding_mode"));
+  const Image<T> xpad = pad(x, padding, mode);
+  const std::size_t hp = xpad.shape(1), wp = xpad.shape(2);
+  const int h_out = conv_output_size(image[0], padding.top, padding.bottom, kernel[0], stride[0], dilation[0]);
+  const int w_out = conv_output_size(image[1], padding.left, padding.right, kernel[1], stride[1], dilation[1]);
+  const auto centre = kernel_center(kernel);
+  const int qi = (h_out / 2) * stride[0] + centre[0] * dilation[0], qj = (w_out / 2) * stride[1] + centre[1] * dilation[1];
+  const Matrix<T> p = attention_rows(layer, image_to_tokens(xpad), hp, wp, std::size_t(qi) * wp + std::size_t(qj));
+
+  Figure f;
+  f.name = "attention-" + slug(c.value("name", ""));
+  const int panels = std::min<int>(kernel[0] * kernel[1], int(layer.heads.size()));
+  for (int h = 0; h < panels; ++h) {
+    f.data += "# head " + std::to_string(h) + "\n";
+    for (std::size_t i = 0; i < hp; ++i) {
+      for (std::size_t j = 0; j < wp; ++j) f.data += (j ? " " : "") + number(double(p(std::size_t(h), i * wp + j)));
+      f.data += "\n";
+    }
+    f.data += "\n\n";
+  }
+  const int silent = int(layer.heads.size()) - panels;
+  // Show a window around the query wide enough for every head's target.
+  int reach = 1;
+  for (int h = 0; h < panels; ++h) {
+    const auto offset = kernel_offset(h / kernel[1], h % kernel[1], kernel, dilation);
+    reach = std::max({reach, std::abs(offset[0]), std::abs(offset[1])});
+  }
+  reach += 2;
+  f.width = std::clamp(kernel[1] * 160, 480, 1400);
+  f.height = std::clamp(kernel[0] * 150 + 90, 300, 1400);
+  const double top = 1.0 - 84.0 / f.height;
+  std::ostringstream s;
+  s << "set multiplot layout " << kernel[0] << "," << kernel[1] << " margins 0.02,0.98,0.02," << top
+    << " spacing 0.02,0.07 title "
+    << dquoted(c.value("name", "") + ": attention probabilities of each head (alpha = " + short_number(options.alpha) +
+               ")\nquery pixel (" + std::to_string(qi) + ", " + std::to_string(qj) + ") of the padded " +
+               std::to_string(hp) + "x" + std::to_string(wp) + " image (red box)" +
+               (silent > 0 ? "; " + std::to_string(silent) + " silent heads not drawn" : ""))
+    << "\nset size ratio -1\nunset key\nunset xtics\nunset ytics\nset cbrange [0:1]\nunset colorbox\n"
+    << "set palette defined (0 '#ffffff', 0.5 '#6baed6', 1 '#08306b')\n"
+    << "set xrange [" << std::max(0, qj - reach) - 0.5 << ":" << std::min(int(wp) - 1, qj + reach) + 0.5 << "]\n"
+    << "set yrange [" << std::min(int(hp) - 1, qi + reach) + 0.5 << ":" << std::max(0, qi - reach) - 0.5 << "]\n"
+    << "set object 1 rectangle center " << qj << "," << qi << " size 1,1 front fs empty border lc rgb '#d62728' lw 1.5\n";
+  for (int h = 0; h < panels; ++h) {
+    const auto offset = kernel_offset(h / kernel[1], h % kernel[1], kernel, dilation);
+    s << "set title " << gp_quoted("head " + std::to_string(h) + ", Delta (" + std::to_string(offset[0]) + ", " +
+                                   std::to_string(offset[1]) + ")")
+      << "\nplot datafile index " << h << " matrix with image\n";
+  }
+  s << "unset multiplot\n";
+  f.script = s.str();
+  return f;
+}
+
+// --- ACmix cost table ---------------------------------------------------------
+
+void numeric_leaves(const nlohmann::json& value, const std::string& path, std::vector<std::pair<std::string, double>>& out) {
+  if (value.is_number()) out.emplace_back(path, value.get<double>());
+  if (value.is_object())
+    for (const auto& [key, child] : value.items()) numeric_leaves(child, path.empty() ? key : path + "." + key, out);
+}
+
+// Stage I / Stage II multiply-adds per layer kind, read from the metrics by
+// name: a leaf whose path names "stage_i"/"stage1" or "stage_ii"/"stage2"; the
+// rest of the path names the layer kind. Prefers leaves naming multiply-adds.
+std::map<std::string, std::array<double, 2>> stage_costs(const nlohmann::json& metrics) {
+  std::vector<std::pair<std::string, double>> leaves;
+  numeric_leaves(metrics, "", leaves);
+  const std::regex stage_two("stage[ _-]?(ii|2)(?![a-z0-9])", std::regex::icase);
+  const std::regex stage_one("stage[ _-]?(i|1)(?![a-z0-9])", std::regex::icase);
+  const std::regex madds("madd|mult|mac|flop", std::regex::icase);
+  const bool any_madds = std::any_of(leaves.begin(), leaves.end(), [&](const auto& leaf) {
+    return std::regex_search(leaf.first, madds) &&
+           (std::regex_search(leaf.first, stage_one) || std::regex_search(leaf.first, stage_two));
+  });
+  std::map<std::string, std::array<double, 2>> costs;
+  for (const auto& [path, value] : leaves) {
+    if (any_madds && !std::regex_search(path, madds)) continue;
+    int stage = -1;
+    std::string kind = path;
+    std::smatch match;
+    if (std::regex_search(path, match, stage_two)) stage = 1;
+    else if (std::regex_search(path, match, stage_one)) stage = 0;
+    if (stage < 0) continue;
+    kind = match.prefix().str() + match.suffix().str();
+    kind = std::regex_replace(kind, std::regex("(multiply_adds|mult_adds|madds|macs|flops)", std::regex::icase), "");
+    kind = std::regex_replace(kind, std::regex("^[._ -]+|[._ -]+$"), "");
+    kind = std::regex_replace(kind, std::regex("[._]+"), " ");
+    if (kind.empty()) kind = "total";
+    auto [it, inserted] = costs.try_emplace(kind, std::array<double, 2>{0, 0});
+    it->second[std::size_t(stage)] += value;
+  }
+  return costs;
+}
+
+std::optional<Figure> cost_figure(const nlohmann::json& c) {
+  const auto costs = stage_costs(c.value("metrics", nlohmann::json::object()));
+  if (costs.empty()) return std::nullopt;
+  Figure f;
+  f.name = "cost-" + slug(c.value("name", ""));
+  f.data = "# layer_kind stage_I stage_II\n";
+  for (const auto& [kind, stages] : costs) f.data += gp_quoted(kind) + " " + number(stages[0]) + " " + number(stages[1]) + "\n";
+  f.script = "set title " + gp_quoted(c.value("name", "") + ": multiply-adds by stage (ACmix, Pan et al. CVPR 2022)") +
+             "\nset style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
+             "set boxwidth 0.6\nset ylabel 'multiply-adds'\nset grid ytics\nset key top left\nset yrange [0:*]\n"
+             "plot datafile using 2:xtic(1) lc rgb '#1f77b4' title 'Stage I (1x1 projections)', "
+             "'' using 3 lc rgb '#ff7f0e' title 'Stage II (aggregation)'\n";
+  f.width = std::clamp(int(costs.size()) * 140 + 200, 480, 1200);
+  return f;
+}
+
+bool selected(const nlohmann::json& c, const PlotOptions& options) {
+  return options.filter.empty() || fnmatch(options.filter.c_str(), c.value("name", "").c_str(), 0) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOptions& options) {
+  if (!report.is_object() || !report.contains("cases") || !report["cases"].is_array())
+    throw InputError("plot: not an attnconv report (no \"cases\" list)");
+  fs::create_directories(options.out_dir);
+  std::vector<std::string> written;
+  const auto add = [&](const Figure& f) {
+    for (auto& image : render(f, options)) written.push_back(std::move(image));
+  };
+
+  // Alpha sweeps: one figure per sweep group and per value of its other swept keys.
+  std::map<std::string, std::vector<const nlohmann::json*>> sweeps;
+  std::map<std::string, const nlohmann::json*> theorem1_groups;
+  bool any_cost_case = false;
+  for (const auto& c : report["cases"]) {
+    if (!selected(c, options) || c.value("status", "") == "error") continue;
+    const auto point = c.value("sweep_point", nlohmann::json::object());
+    if (point.contains("alpha") && point["alpha"].is_number()) {
+      std::string key = c.value("sweep_group", c.value("name", ""));
+      nlohmann::json rest = point;
+      rest.erase("alpha");
+      if (!rest.empty()) key += rest.dump();
+      sweeps[key].push_back(&c);
+    }
+    const std::string proof = c.value("proof", "");
+    if (proof == "cordonnier2020.theorem1") theorem1_groups.try_emplace(c.value("sweep_group", c.value("name", "")), &c);
+    if (proof == "acmix2022.cost_table") {
+      any_cost_case = true;
+      if (auto f = cost_figure(c)) add(*f);
+      else std::cerr << "attnconv plot: " << c.value("name", "") << ": no stage I / stage II metrics found; no cost figure\n";
+    }
+  }
+  for (const auto& [group, cases] : sweeps)
+    if (cases.size() >= 2) add(alpha_sweep_figure(group, cases, report));
+  for (const auto& [group, c] : theorem1_groups)
+    add((*c)["params"].value("dtype", "float64") == "float32" ? attention_figure<float>(*c) : attention_figure<double>(*c));
+  if (!any_cost_case) std::cerr << "attnconv plot: no acmix2022.cost_table case in the report: no cost figure\n";
+  return written;
+}
+
+}  // namespace attnconv

@@ -1,0 +1,107 @@
+#include "cli/workflow.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/plot.hpp"
+#include "harness/atomic_file.hpp"
+#include "harness/errors.hpp"
+#include "harness/junit.hpp"
+#include "harness/merge.hpp"
+#include "harness/schema.hpp"
+#include "harness/shard.hpp"
+
+namespace attnconv {
+
+void add_run_options(CLI::App& run, WorkflowOptions& options) {
+  run.add_option("--shard", options.shard, "run only shard I of N (1 <= I <= N) of the expanded cases, e.g. 2/8");
+  run.add_option("--junit", options.junit, "also write JUnit XML (one testcase per case) to FILE");
+  run.add_flag("--quiet,-q", options.quiet, "no progress lines on stderr (the summary line stays)");
+}
+
+void add_workflow_commands(CLI::App& app, WorkflowOptions& options) {
+  options.merge = app.add_subcommand("merge", "join the reports of run --shard I/N into one report");
+  options.merge->add_option("reports", options.reports, "shard reports")->required();
+  options.merge->add_option("--out", options.merge_out, "folder for the merged report.json")->capture_default_str();
+  options.merge->add_option("--junit", options.junit, "also write JUnit XML to FILE");
+
+  options.plot = app.add_subcommand("plot", "draw figures from a report with gnuplot (PNG and SVG)");
+  options.plot->add_option("report", options.reports, "report.json")->required()->expected(1);
+  options.plot->add_option("--out", options.plot_out, "folder for the figures")->capture_default_str();
+  options.plot->add_option("--filter", options.plot_filter, "only the cases whose name matches this glob");
+
+  options.schema = app.add_subcommand("schema", "print the JSON Schema of case files or reports, from the proof registry");
+  options.schema->add_option("kind", options.schema_kind, "cases | report")->required()->check(CLI::IsMember({"cases", "report"}));
+}
+
+namespace {
+
+void write_junit(const json& report, const std::string& file) {
+  if (file.empty()) return;
+  const auto parent = std::filesystem::path(file).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  write_file_atomic(file, junit_xml(report));
+}
+
+int merge(const WorkflowOptions& options) {
+  std::vector<ShardReport> shards;
+  for (const auto& path : options.reports) shards.push_back(read_report(path));
+  const json merged = merge_reports(shards);
+  std::filesystem::create_directories(options.merge_out);
+  write_file_atomic((std::filesystem::path(options.merge_out) / "report.json").string(), merged.dump(2) + "\n");
+  write_junit(merged, options.junit);
+  std::cerr << summary_line(merged["summary"]) << " (merged from " << shards.size() << " shards); report: "
+            << options.merge_out << "/report.json\n";
+  return exit_code(merged);
+}
+
+int plot(const WorkflowOptions& options) {
+  PlotOptions plot_options;
+  plot_options.out_dir = options.plot_out;
+  plot_options.filter = options.plot_filter;
+  const auto written = plot_report(read_report(options.reports.at(0)).report, plot_options);
+  for (const auto& file : written) std::cout << file << "\n";
+  if (written.empty()) std::cerr << "attnconv plot: nothing to plot in " << options.reports.at(0) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+std::optional<int> run_workflow_command(WorkflowOptions& options) {
+  try {
+    if (options.merge->parsed()) return merge(options);
+    if (options.plot->parsed()) return plot(options);
+    if (options.schema->parsed()) {
+      std::cout << (options.schema_kind == "cases" ? case_file_schema() : report_schema()).dump(2) << "\n";
+      return 0;
+    }
+  } catch (const InputError& e) {
+    std::cerr << "attnconv: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "attnconv: " << e.what() << "\n";
+    return 1;
+  }
+  return std::nullopt;
+}
+
+std::vector<Case> prepare_run(const std::vector<Case>& cases, WorkflowOptions& options, RunOptions& run) {
+  std::vector<Case> to_run = cases;
+  if (!options.shard.empty()) {
+    const Shard shard = parse_shard(options.shard);
+    to_run = select_shard(cases, shard);
+    run.report_fields["shard"] = shard_record(shard, cases);
+  }
+  options.progress = std::make_shared<Progress>(to_run.size(), std::cerr, Progress::stderr_is_terminal(), !options.quiet);
+  run.on_case_finished = [progress = options.progress](const json& entry) { progress->case_finished(entry); };
+  return to_run;
+}
+
+void finish_run(const json& report, WorkflowOptions& options, const std::string& out_dir) {
+  if (options.progress) options.progress->finish();
+  write_junit(report, options.junit);
+  std::cerr << summary_line(report["summary"]) << "; report: " << out_dir << "/report.json"
+            << (options.junit.empty() ? "" : "; JUnit: " + options.junit) << "\n";
+}
+
+}  // namespace attnconv

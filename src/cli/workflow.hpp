@@ -1,0 +1,43 @@
+#pragma once
+// The researcher-workflow parts of the command line, kept out of main.cpp:
+//   run … [--shard I/N] [--junit FILE] [--quiet]
+//   merge REPORT… [--out DIR] [--junit FILE]
+//   plot REPORT [--out DIR] [--filter GLOB]
+//   schema cases|report
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "harness/progress.hpp"
+#include "harness/runner.hpp"
+
+namespace attnconv {
+
+struct WorkflowOptions {
+  // run
+  std::string shard, junit;
+  bool quiet = false;
+  std::shared_ptr<Progress> progress;
+  // subcommands
+  CLI::App *merge = nullptr, *plot = nullptr, *schema = nullptr;
+  std::vector<std::string> reports;
+  std::string merge_out = "reports", plot_out = "figures", plot_filter, schema_kind;
+};
+
+void add_run_options(CLI::App& run, WorkflowOptions& options);
+void add_workflow_commands(CLI::App& app, WorkflowOptions& options);
+
+// The exit code of merge/plot/schema when one of them was given, else nullopt.
+std::optional<int> run_workflow_command(WorkflowOptions& options);
+
+// Before run_cases: selects the shard and hooks the shard record and the
+// progress lines into `run`. Returns the cases to run.
+std::vector<Case> prepare_run(const std::vector<Case>& cases, WorkflowOptions& options, RunOptions& run);
+
+// After run_cases: the JUnit file and the summary line.
+void finish_run(const json& report, WorkflowOptions& options, const std::string& out_dir);
+
+}  // namespace attnconv

@@ -1,0 +1,112 @@
+#include "harness/merge.hpp"
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "harness/errors.hpp"
+#include "harness/report.hpp"
+
+namespace attnconv {
+
+namespace {
+
+std::string list_some(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t k = 0; k < names.size() && k < 5; ++k) text += (k ? ", " : "") + names[k];
+  if (names.size() > 5) text += ", ... (" + std::to_string(names.size()) + " in all)";
+  return text;
+}
+
+const json& shard_of(const ShardReport& s) {
+  if (!s.report.is_object() || !s.report.contains("shard") || !s.report["shard"].is_object() ||
+      !s.report.contains("cases") || !s.report["cases"].is_array())
+    throw InputError(s.file + ": not a shard report (no \"shard\" record; write one with `attnconv run --shard I/N`)");
+  return s.report["shard"];
+}
+
+}  // namespace
+
+ShardReport read_report(const std::string& path) {
+  std::ifstream stream(path);
+  if (!stream) throw InputError(path + ": cannot read the file");
+  try {
+    return {path, json::parse(stream)};
+  } catch (const json::parse_error& e) {
+    throw InputError(path + ": malformed JSON: " + e.what());
+  }
+}
+
+json merge_reports(const std::vector<ShardReport>& shards) {
+  if (shards.empty()) throw InputError("merge: no report given");
+  const ShardReport& first = shards.front();
+  const json& first_shard = shard_of(first);
+  const int count = first_shard.value("count", 0);
+  const json all_cases = first_shard.value("all_cases", json::array());
+
+  std::map<int, std::string> seen_index;
+  for (const auto& s : shards) {
+    const json& shard = shard_of(s);
+    for (const char* key : {"version", "git_commit"})
+      if (s.report["tool"].value(key, "") != first.report["tool"].value(key, ""))
+        throw InputError(s.file + ": tool " + key + " " + s.report["tool"].value(key, "?") + " differs from " +
+                         first.file + " (" + first.report["tool"].value(key, "?") +
+                         "): shards must come from the same build");
+    if (s.report.value("schema_version", -1) != first.report.value("schema_version", -1))
+      throw InputError(s.file + ": schema_version differs from " + first.file);
+    if (shard.value("count", 0) != count)
+      throw InputError(s.file + ": shard count " + std::to_string(shard.value("count", 0)) + " differs from " +
+                       first.file + " (" + std::to_string(count) + ")");
+    if (shard.value("cases_digest", "") != first_shard.value("cases_digest", "") || shard["all_cases"] != all_cases)
+      throw InputError(s.file + ": a different case list than " + first.file + " (cases_digest " +
+                       shard.value("cases_digest", "?") + " vs " + first_shard.value("cases_digest", "?") + ")");
+    const int index = shard.value("index", 0);
+    if (const auto it = seen_index.find(index); it != seen_index.end())
+      throw InputError(s.file + ": shard " + std::to_string(index) + "/" + std::to_string(count) + " is also in " +
+                       it->second + " (overlapping shards)");
+    seen_index[index] = s.file;
+  }
+  std::vector<std::string> missing_shards;
+  for (int index = 1; index <= count; ++index)
+    if (!seen_index.count(index)) missing_shards.push_back(std::to_string(index) + "/" + std::to_string(count));
+  if (!missing_shards.empty()) throw InputError("merge: missing shard(s) " + list_some(missing_shards));
+
+  std::map<std::string, json> by_name;
+  std::map<std::string, std::string> origin;
+  const std::set<std::string> expected(all_cases.begin(), all_cases.end());
+  json merged_from = json::array();
+  double seconds = 0;
+  for (const auto& s : shards) {
+    for (const auto& c : s.report["cases"]) {
+      const std::string name = c.value("name", "");
+      if (!expected.count(name)) throw InputError(s.file + ": case '" + name + "' is not in the shards' case list");
+      if (const auto it = origin.find(name); it != origin.end())
+        throw InputError(s.file + ": case '" + name + "' is also in " + it->second + " (overlapping cases)");
+      origin[name] = s.file;
+      by_name[name] = c;
+    }
+    const json& summary = s.report.value("summary", json::object());
+    seconds += summary.value("seconds", 0.0);
+    merged_from.push_back({{"file", s.file},
+                           {"shard", s.report["shard"]["index"]},
+                           {"host", s.report.value("environment", json::object()).value("host", "")},
+                           {"start_time", s.report.value("environment", json::object()).value("start_time", "")},
+                           {"seconds", summary.value("seconds", 0.0)}});
+  }
+  std::vector<std::string> missing;
+  for (const auto& name : all_cases)
+    if (!by_name.count(name.get<std::string>())) missing.push_back(name.get<std::string>());
+  if (!missing.empty()) throw InputError("merge: missing case(s) " + list_some(missing));
+
+  const ShardReport& shard_one = shards[0];
+  json merged = {{"schema_version", first.report["schema_version"]},
+                 {"tool", first.report["tool"]},
+                 {"environment", shard_one.report.value("environment", json::object())},
+                 {"merged_from", merged_from},
+                 {"cases", json::array()}};
+  for (const auto& name : all_cases) merged["cases"].push_back(by_name.at(name.get<std::string>()));
+  update_summary(merged, seconds);
+  return merged;
+}
+
+}  // namespace attnconv

@@ -1,0 +1,215 @@
+#include "harness/schema.hpp"
+
+#include <cmath>
+
+#include "harness/proof.hpp"
+#include "harness/report.hpp"
+
+namespace attnconv {
+
+namespace {
+
+const char* const dialect = "https://json-schema.org/draft/2020-12/schema";
+
+json integer_schema(const ParamSpec& spec) {
+  json s = {{"type", "integer"}};
+  if (spec.minimum) s[spec.exclusive_minimum ? "exclusiveMinimum" : "minimum"] = std::ceil(*spec.minimum) == *spec.minimum ? json(static_cast<long long>(*spec.minimum)) : json(*spec.minimum);
+  return s;
+}
+
+json non_negative_int() { return {{"type", "integer"}, {"minimum", 0}}; }
+
+json int_array(std::size_t size, json item) {
+  return {{"type", "array"}, {"items", std::move(item)}, {"minItems", size}, {"maxItems", size}};
+}
+
+json metric_schema(const MetricSpec& metric) {
+  json s = metric.type == "number" ? json{{"type", {"number", "null"}}} : json{{"type", metric.type}};
+  if (!metric.help.empty()) s["description"] = metric.help;
+  return s;
+}
+
+std::vector<MetricSpec> metrics_of(const ProofDef& proof) {
+  if (!proof.metrics.empty()) return proof.metrics;
+  return {{"max_abs", "number", "max |claim - reference|"}, {"rel_l2", "number", "relative L2 distance"}};
+}
+
+// {"if": {proof is id}, "then": then}
+json when_proof(const std::string& id, json then) {
+  return {{"if", {{"properties", {{"proof", {{"const", id}}}}}, {"required", json::array({"proof"})}}}, {"then", std::move(then)}};
+}
+
+json params_object(const ProofDef& proof, bool all_required) {
+  json properties = json::object(), required = json::array();
+  for (const auto& spec : proof.params) {
+    properties[spec.name] = param_schema(spec);
+    if (all_required || spec.default_value.is_null()) required.push_back(spec.name);
+  }
+  return {{"type", "object"}, {"properties", properties}, {"required", required}, {"additionalProperties", false}};
+}
+
+json proof_ids() {
+  json ids = json::array();
+  for (const auto* proof : all_proofs()) ids.push_back(proof->id);
+  return ids;
+}
+
+}  // namespace
+
+json param_schema(const ParamSpec& spec) {
+  json s;
+  switch (spec.kind) {
+    case ParamKind::integer: s = integer_schema(spec); break;
+    case ParamKind::number: {
+      s = {{"type", "number"}};
+      if (spec.minimum) s[spec.exclusive_minimum ? "exclusiveMinimum" : "minimum"] = *spec.minimum;
+      break;
+    }
+    case ParamKind::boolean: s = {{"type", "boolean"}}; break;
+    case ParamKind::string: {
+      s = {{"type", "string"}};
+      if (!spec.choices.empty()) s["enum"] = spec.choices;
+      break;
+    }
+    case ParamKind::int_pair: {
+      const json item = integer_schema(spec);
+      s = {{"oneOf", {item, int_array(2, item)}}};
+      break;
+    }
+    case ParamKind::padding:
+      s = {{"oneOf",
+            {non_negative_int(), {{"enum", {"same", "valid"}}}, int_array(2, non_negative_int()),
+             int_array(4, non_negative_int())}}};
+      break;
+  }
+  if (!spec.help.empty()) s["description"] = spec.help;
+  if (!spec.default_value.is_null()) s["default"] = spec.default_value;
+  return s;
+}
+
+json case_file_schema() {
+  json per_proof = json::array();
+  for (const auto* proof : all_proofs()) {
+    json sweep_properties = json::object();
+    for (const auto& spec : proof->params)
+      sweep_properties[spec.name] = {{"type", "array"}, {"minItems", 1}, {"items", param_schema(spec)}};
+    json then = {{"properties",
+                  {{"params", params_object(*proof, false)},
+                   {"sweep", {{"type", "object"}, {"properties", sweep_properties}, {"additionalProperties", false}}}}}};
+    if (!then["properties"]["params"]["required"].empty()) then["required"] = json::array({"params"});
+    per_proof.push_back(when_proof(proof->id, then));
+  }
+  const json case_schema = {
+      {"type", "object"},
+      {"required", {"name", "proof"}},
+      {"additionalProperties", false},
+      {"properties",
+       {{"name", {{"type", "string"}, {"minLength", 1}, {"pattern", "^(?!\\.\\.?$)[^/\\\\]+$"},
+                  {"description", "unique; names the dump folder, so no '/' or '\\\\'"}}},
+        {"description", {{"type", "string"}}},
+        {"proof", {{"enum", proof_ids()}}},
+        {"params", {{"type", "object"}}},
+        {"sweep", {{"type", "object"}, {"description", "parameter -> non-empty list of values (cartesian product)"}}},
+        {"tolerance", {{"type", "object"}, {"additionalProperties", {{"type", "number"}, {"minimum", 0}}},
+                       {"description", "metric -> largest value for which the claim holds"}}},
+        {"expect", {{"enum", {"hold", "fail"}}}},
+        {"weights", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}},
+                     {"description", "tensor name -> .npy path relative to the case file"}}}}},
+      {"allOf", per_proof}};
+  return {{"$schema", dialect},
+          {"$id", "https://attnconv.invalid/cases/schema.json"},
+          {"title", "attnconv case file"},
+          {"description", "Generated by `attnconv schema cases` from the proof registry; do not edit by hand."},
+          {"type", "object"},
+          {"required", {"cases"}},
+          {"additionalProperties", false},
+          {"properties",
+           {{"$schema", {{"type", "string"}}},
+            {"description", {{"type", "string"}}},
+            {"cases", {{"type", "array"}, {"items", {{"$ref", "#/$defs/case"}}}}}}},
+          {"$defs", {{"case", case_schema}}}};
+}
+
+json report_schema() {
+  json per_proof = json::array();
+  for (const auto* proof : all_proofs()) {
+    json properties = json::object(), required = json::array();
+    for (const auto& metric : metrics_of(*proof)) {
+      properties[metric.name] = metric_schema(metric);
+      if (metric.always) required.push_back(metric.name);
+    }
+    const json metrics = {{"type", "object"}, {"properties", properties}};
+    const json checked_metrics = {{"type", "object"}, {"properties", properties}, {"required", required}};
+    per_proof.push_back(when_proof(
+        proof->id,
+        {{"properties", {{"params", params_object(*proof, true)}, {"metrics", metrics}}},
+         // every metric the proof always reports, unless the case errored
+         {"if", {{"properties", {{"status", {{"enum", {"pass", "fail"}}}}}}}},
+         {"then", {{"properties", {{"metrics", checked_metrics}}}}}}));
+  }
+  const json case_schema = {
+      {"type", "object"},
+      {"required", {"name", "proof", "params", "status", "metrics", "tolerance", "seconds", "message"}},
+      {"properties",
+       {{"name", {{"type", "string"}, {"minLength", 1}}},
+        {"proof", {{"enum", proof_ids()}}},
+        {"file", {{"type", "string"}}},
+        {"params", {{"type", "object"}}},
+        {"expect", {{"enum", {"hold", "fail"}}}},
+        {"sweep_group", {{"type", "string"}}},
+        {"sweep_point", {{"type", "object"}}},
+        {"weights", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
+        {"status", {{"enum", {"pass", "fail", "error"}}}},
+        {"metrics", {{"type", "object"}}},
+        {"tolerance", {{"type", "object"}, {"additionalProperties", {{"type", "number"}, {"minimum", 0}}}}},
+        {"seconds", {{"type", "number"}, {"minimum", 0}}},
+        {"message", {{"type", "string"}}}}},
+      {"allOf", per_proof}};
+  const json count = non_negative_int();
+  return {
+      {"$schema", dialect},
+      {"$id", "https://attnconv.invalid/reports/schema.json"},
+      {"title", "attnconv report"},
+      {"description", "Generated by `attnconv schema report` from the proof registry; do not edit by hand."},
+      {"type", "object"},
+      {"required", {"schema_version", "tool", "environment", "summary", "cases"}},
+      {"properties",
+       {{"schema_version", {{"const", report_schema_version}}},
+        {"tool",
+         {{"type", "object"},
+          {"required", {"name", "version", "git_commit"}},
+          {"properties", {{"name", {{"const", "attnconv"}}}, {"version", {{"type", "string"}}}, {"git_commit", {{"type", "string"}}}}}}},
+        {"environment",
+         {{"type", "object"},
+          {"required", {"compiler", "blas", "host", "start_time"}},
+          {"properties",
+           {{"compiler", {{"type", "string"}}},
+            {"blas", {{"type", "string"}}},
+            {"blas_threads", {{"type", "integer"}}},
+            {"host", {{"type", "string"}}},
+            {"start_time", {{"type", "string"}, {"pattern", "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"}}}}}}},
+        {"summary",
+         {{"type", "object"},
+          {"required", {"total", "passed", "failed", "errored", "seconds"}},
+          {"properties",
+           {{"total", count}, {"passed", count}, {"failed", count}, {"errored", count},
+            {"seconds", {{"type", "number"}, {"minimum", 0}}}}}}},
+        {"shard",
+         {{"type", "object"},
+          {"description", "present in a report of `run --shard I/N`"},
+          {"required", {"index", "count", "total_cases", "cases_digest", "all_cases"}},
+          {"properties",
+           {{"index", {{"type", "integer"}, {"minimum", 1}}},
+            {"count", {{"type", "integer"}, {"minimum", 1}}},
+            {"total_cases", count},
+            {"cases_digest", {{"type", "string"}, {"pattern", "^[0-9a-f]{16}$"}}},
+            {"all_cases", {{"type", "array"}, {"items", {{"type", "string"}}}}}}}}},
+        {"merged_from",
+         {{"type", "array"},
+          {"description", "present in a report of `attnconv merge`: the shard reports it joined"},
+          {"items", {{"type", "object"}, {"required", {"file", "shard"}}}}}},
+        {"cases", {{"type", "array"}, {"items", {{"$ref", "#/$defs/case"}}}}}}},
+      {"$defs", {{"case", case_schema}}}};
+}
+
+}  // namespace attnconv
