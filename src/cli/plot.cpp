@@ -318,6 +318,10 @@ bool selected(const nlohmann::json& c, const PlotOptions& options) {
 std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOptions& options) {
   if (!report.is_object() || !report.contains("cases") || !report["cases"].is_array())
     throw InputError("plot: not an attnconv report (no \"cases\" list)");
+  for (const auto& c : report["cases"])
+    if (!c.is_object() || !c.contains("name") || !c.contains("proof") || !c.contains("status") || !c.contains("params"))
+      throw InputError("plot: not an attnconv report (a case without name, proof, status or params): " +
+                       c.dump().substr(0, 120));
   fs::create_directories(options.out_dir);
   std::vector<std::string> written;
   const auto add = [&](const Figure& f) {

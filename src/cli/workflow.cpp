@@ -31,7 +31,7 @@ void add_workflow_commands(CLI::App& app, WorkflowOptions& options) {
   options.plot->add_option("--filter", options.plot_filter, "only the cases whose name matches this glob");
 
   options.schema = app.add_subcommand("schema", "print the JSON Schema of case files or reports, from the proof registry");
-  options.schema->add_option("kind", options.schema_kind, "cases | report")->required()->check(CLI::IsMember({"cases", "report"}));
+  options.schema->add_option("kind", options.schema_kind, "cases | report")->required()->check(CLI::IsMember(std::vector<std::string>{"cases", "report"}));
 }
 
 namespace {

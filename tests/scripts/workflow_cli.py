@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""End-to-end checks of the workflow commands through the attnconv program:
+progress lines and --quiet, --junit (parsed as XML), --shard + merge (equal to
+the unsharded run apart from timings; refusals), and plot (PNG and SVG files,
+an alpha sweep, attention heat maps, a cost table from a synthetic report).
+
+Usage: workflow_cli.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+binary, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+        print("FAIL:", message)
+
+
+def attnconv(*args):
+    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=300)
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+probe = {"proof": "cordonnier2020.theorem1",
+         "params": {"image": [7, 7], "kernel": 3, "in_channels": 2, "out_channels": 3,
+                    "heads": 9, "head_dim": 3, "padding": 1}}
+cases = [
+    dict(probe, name="holds", sweep={"alpha": [2, 8, 16, 24, 32]}, tolerance={"bound_ratio": 1}),
+    dict(probe, name='odd <name> & "quotes"', expect="fail"),  # the claim holds: this case fails
+    dict(probe, name="missing-weights", weights={"input": "nowhere.npy"}),  # errors at run time
+]
+suite = os.path.join(work, "suite.json")
+with open(suite, "w") as f:
+    json.dump({"cases": cases}, f)
+
+# Progress (stderr is a pipe here: plain lines) and the summary line.
+run = attnconv("run", suite, "--out", os.path.join(work, "full"), "--junit", os.path.join(work, "junit", "full.xml"))
+check(run.returncode == 1, f"run exit code {run.returncode}, expected 1 (a fail and an error)")
+lines = run.stderr.strip().splitlines()
+progress = [l for l in lines if re.match(r"^\[\d+/7\] .+ (pass|fail|error) \d+\.\d{3} s, ETA \d+:\d\d$", l)]
+check(len(progress) == 7, f"expected 7 progress lines, got: {lines}")
+check(progress and progress[-1].startswith("[7/7] "), "last progress line is not [7/7]")
+check("\r" not in run.stderr, "carriage return in non-terminal progress output")
+check(re.match(r"^5 passed, 1 failed, 1 errored in \d+\.\d\d s", lines[-1]), f"summary line: {lines[-1]}")
+quiet = attnconv("run", suite, "--out", os.path.join(work, "quiet"), "--quiet")
+check(len(quiet.stderr.strip().splitlines()) == 1 and "passed" in quiet.stderr, f"--quiet: {quiet.stderr!r}")
+
+# JUnit XML.
+report = load(os.path.join(work, "full", "report.json"))
+root = ET.parse(os.path.join(work, "junit", "full.xml")).getroot()
+testcases = root.findall("./testsuite/testcase")
+check(root.tag == "testsuites" and root.get("tests") == "7", f"testsuites tests={root.get('tests')}")
+check([t.get("name") for t in testcases] == [c["name"] for c in report["cases"]], "testcase names != case names")
+by_name = {t.get("name"): t for t in testcases}
+odd = by_name.get('odd <name> & "quotes"')
+check(odd is not None and odd.find("failure") is not None, "the failing case has no <failure>")
+if odd is not None and odd.find("failure") is not None:
+    check(odd.find("failure").get("message") == report["cases"][5]["message"], "failure message differs")
+missing = by_name.get("missing-weights")
+check(missing is not None and missing.find("error") is not None and "nowhere.npy" in missing.find("error").get("message"),
+      "the errored case has no <error> naming the file")
+check(by_name["holds[alpha=2]"].find("failure") is None, "a passing case has a <failure>")
+
+# Shards and merge: the union is the unsharded run, case for case apart from timings.
+shard_reports = []
+for index in (1, 2, 3):
+    out = os.path.join(work, f"shard{index}")
+    attnconv("run", suite, "--shard", f"{index}/3", "--out", out, "--quiet")
+    shard_reports.append(os.path.join(out, "report.json"))
+names = [c["name"] for p in shard_reports for c in load(p)["cases"]]
+check(sorted(names) == sorted(c["name"] for c in report["cases"]), "the shards do not partition the cases")
+merged = attnconv("merge", *reversed(shard_reports), "--out", os.path.join(work, "merged"),
+                  "--junit", os.path.join(work, "merged.xml"))
+check(merged.returncode == 1, f"merge exit code {merged.returncode}, expected 1 (like the run)")
+merged_report = load(os.path.join(work, "merged", "report.json"))
+strip = lambda r: [{k: v for k, v in c.items() if k != "seconds"} for c in r["cases"]]
+check(strip(merged_report) == strip(report), "merged report differs from the unsharded one")
+check({k: merged_report["summary"][k] for k in ("total", "passed", "failed", "errored")} ==
+      {k: report["summary"][k] for k in ("total", "passed", "failed", "errored")}, "merged summary differs")
+for args, words in (((shard_reports[0], shard_reports[1]), "missing shard"),
+                    ((shard_reports[0], shard_reports[0], shard_reports[1], shard_reports[2]), "overlapping"),
+                    ((os.path.join(work, "full", "report.json"),), "not a shard report")):
+    refused = attnconv("merge", *args, "--out", os.path.join(work, "refused"))
+    check(refused.returncode == 2 and words in refused.stderr, f"merge {args}: {refused.returncode} {refused.stderr}")
+check(not os.path.exists(os.path.join(work, "refused")), "a refused merge wrote a report")
+bad_shard = attnconv("run", suite, "--shard", "4/3", "--out", os.path.join(work, "bad"))
+check(bad_shard.returncode == 2, f"--shard 4/3 exit code {bad_shard.returncode}")
+
+# Plot: the alpha sweep, the attention grid, and a cost table from a synthetic report.
+figures = os.path.join(work, "figures")
+plotted = attnconv("plot", os.path.join(work, "full", "report.json"), "--out", figures, "--filter", "holds*")
+check(plotted.returncode == 0, f"plot exit code {plotted.returncode}: {plotted.stderr}")
+for name in ("alpha-sweep-holds", "attention-holds_alpha_2_"):
+    for ext, magic in (("png", b"\x89PNG\r\n\x1a\n"), ("svg", b"<?xml")):
+        path = os.path.join(figures, f"{name}.{ext}")
+        check(os.path.exists(path) and open(path, "rb").read(8).startswith(magic[:5]), f"{path} missing or not {ext}")
+with open(os.path.join(figures, "alpha-sweep-holds.gp")) as f:
+    script = f.read()
+slope = re.search(r"fitted d ln\(max_abs\)/d alpha = (-?[0-9.e+-]+)", script)
+check(slope is not None and -1.3 < float(slope.group(1)) < -0.7, f"fitted slope not near -1: {slope and slope.group(1)}")
+ET.parse(os.path.join(figures, "alpha-sweep-holds.svg"))
+synthetic = {"cases": [
+    {"name": "cost-3x3", "proof": "acmix2022.cost_table", "status": "pass", "params": {},
+     "metrics": {"max_abs": 0, "rel_l2": 0,
+                 "stage_i_madds": {"convolution": 1.0e6, "self_attention": 3.0e6, "acmix": 3.0e6},
+                 "stage_ii_madds": {"convolution": 8.0e6, "self_attention": 2.0e6, "acmix": 2.5e6}}},
+    {"name": "cost-empty", "proof": "acmix2022.cost_table", "status": "pass", "params": {},
+     "metrics": {"max_abs": 0, "rel_l2": 0}}]}
+with open(os.path.join(work, "synthetic.json"), "w") as f:
+    json.dump(synthetic, f)
+cost = attnconv("plot", os.path.join(work, "synthetic.json"), "--out", figures)
+check(cost.returncode == 0, f"cost plot exit code {cost.returncode}: {cost.stderr}")
+check(os.path.exists(os.path.join(figures, "cost-cost-3x3.png")), "no cost figure")
+with open(os.path.join(figures, "cost-cost-3x3.dat")) as f:
+    rows = [l.split() for l in f if not l.startswith("#")]
+check(["'acmix'", "3000000", "2500000"] in rows, f"cost rows: {rows}")
+check("cost-empty: no stage I / stage II metrics" in cost.stderr, f"no warning for a cost case without stages: {cost.stderr}")
+not_report = attnconv("plot", suite, "--out", figures)
+check(not_report.returncode == 2, f"plot of a case file: exit {not_report.returncode}")
+
+print(f"{len(failures)} failures")
+sys.exit(1 if failures else 0)
