@@ -352,8 +352,13 @@ std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOpt
   }
   for (const auto& [group, cases] : sweeps)
     if (cases.size() >= 2) add(alpha_sweep_figure(group, cases, report));
-  for (const auto& [group, c] : theorem1_groups)
-    add((*c)["params"].value("dtype", "float64") == "float32" ? attention_figure<float>(*c) : attention_figure<double>(*c));
+  for (const auto& [group, c] : theorem1_groups) {
+    try {
+      add((*c)["params"].value("dtype", "float64") == "float32" ? attention_figure<float>(*c) : attention_figure<double>(*c));
+    } catch (const nlohmann::json::exception& e) {  // params not as this version of the proof knows them
+      std::cerr << "attnconv plot: " << c->value("name", "") << ": no attention figure: " << e.what() << "\n";
+    }
+  }
   if (!any_cost_case) std::cerr << "attnconv plot: no acmix2022.cost_table case in the report: no cost figure\n";
   return written;
 }

@@ -1,5 +1,6 @@
 #include "harness/progress.hpp"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -42,7 +43,10 @@ void Progress::case_finished(const nlohmann::json& entry) {
   const std::string line = "[" + std::to_string(done_) + "/" + std::to_string(total_) + "] " +
                            entry.value("name", "?") + " " + status + " " + seconds + " s, ETA " + format_duration(eta);
   if (live_) {
-    out_ << "\r\033[K" << line;
+    // A line wider than the terminal would wrap, and \r would redraw only its tail.
+    winsize size{};
+    const std::size_t columns = ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1 ? size.ws_col : 0;
+    out_ << "\r\033[K" << (columns && line.size() >= columns ? line.substr(0, columns - 1) : line);
     line_open_ = status == "pass";
     if (!line_open_) out_ << "\n";  // failures stay on screen
   } else {
