@@ -254,55 +254,54 @@ template <class T> Figure attention_figure(const nlohmann::json& c) {
 
 // --- ACmix cost table ---------------------------------------------------------
 
-void numeric_leaves(const nlohmann::json& value, const std::string& path, std::vector<std::pair<std::string, double>>& out) {
-  if (value.is_number()) out.emplace_back(path, value.get<double>());
-  if (value.is_object())
-    for (const auto& [key, child] : value.items()) numeric_leaves(child, path.empty() ? key : path + "." + key, out);
+// The count a cost entry gives: a number, or {"measured": n, ...} (else "paper").
+std::optional<double> cost_value(const nlohmann::json& entry) {
+  if (entry.is_number()) return entry.get<double>();
+  if (entry.is_object())
+    for (const char* key : {"measured", "paper", "value"})
+      if (entry.contains(key) && entry[key].is_number()) return entry[key].get<double>();
+  return std::nullopt;
 }
 
-// Stage I / Stage II multiply-adds per layer kind, read from the metrics by
-// name: a leaf whose path names "stage_i"/"stage1" or "stage_ii"/"stage2"; the
-// rest of the path names the layer kind. Prefers leaves naming multiply-adds.
-std::map<std::string, std::array<double, 2>> stage_costs(const nlohmann::json& metrics) {
-  std::vector<std::pair<std::string, double>> leaves;
-  numeric_leaves(metrics, "", leaves);
-  const std::regex stage_two("stage[ _-]?(ii|2)(?![a-z0-9])", std::regex::icase);
-  const std::regex stage_one("stage[ _-]?(i|1)(?![a-z0-9])", std::regex::icase);
-  const std::regex madds("madd|mult|mac|flop", std::regex::icase);
-  const bool any_madds = std::any_of(leaves.begin(), leaves.end(), [&](const auto& leaf) {
-    return std::regex_search(leaf.first, madds) &&
-           (std::regex_search(leaf.first, stage_one) || std::regex_search(leaf.first, stage_two));
-  });
-  std::map<std::string, std::array<double, 2>> costs;
-  for (const auto& [path, value] : leaves) {
-    if (any_madds && !std::regex_search(path, madds)) continue;
-    int stage = -1;
-    std::string kind = path;
+// Stage I / Stage II multiply-adds per layer kind: every object of the metrics
+// with a key "stage1_multiply_adds" / "stage2_multiply_adds" (or stage_i_madds,
+// stage_ii_macs, ...), whose own key names the layer kind, e.g.
+//   {"table": {"convolution": {"stage1_multiply_adds": {"measured": n}, "stage2_multiply_adds": ...}, ...}}
+void collect_stage_costs(const nlohmann::json& node, const std::string& kind,
+                         std::map<std::string, std::array<double, 2>>& costs) {
+  if (!node.is_object()) return;
+  static const std::regex stage_key("^stage[ _-]?(i|1|ii|2)[ _-]?(multiply[ _-]?adds|mult[ _-]?adds|madds|macs|flops)$",
+                                    std::regex::icase);
+  for (const auto& [key, child] : node.items()) {
     std::smatch match;
-    if (std::regex_search(path, match, stage_two)) stage = 1;
-    else if (std::regex_search(path, match, stage_one)) stage = 0;
-    if (stage < 0) continue;
-    kind = match.prefix().str() + match.suffix().str();
-    kind = std::regex_replace(kind, std::regex("(multiply_adds|mult_adds|madds|macs|flops)", std::regex::icase), "");
-    kind = std::regex_replace(kind, std::regex("^[._ -]+|[._ -]+$"), "");
-    kind = std::regex_replace(kind, std::regex("[._]+"), " ");
-    if (kind.empty()) kind = "total";
-    auto [it, inserted] = costs.try_emplace(kind, std::array<double, 2>{0, 0});
-    it->second[std::size_t(stage)] += value;
+    if (std::regex_match(key, match, stage_key)) {
+      const std::string stage = match[1].str();
+      const std::size_t index = stage == "1" || stage == "i" || stage == "I" ? 0 : 1;
+      if (const auto value = cost_value(child)) {
+        auto [it, inserted] = costs.try_emplace(kind.empty() ? "total" : kind, std::array<double, 2>{0, 0});
+        it->second[index] = *value;
+      }
+    } else {
+      collect_stage_costs(child, key, costs);
+    }
   }
-  return costs;
 }
 
 std::optional<Figure> cost_figure(const nlohmann::json& c) {
-  const auto costs = stage_costs(c.value("metrics", nlohmann::json::object()));
+  std::map<std::string, std::array<double, 2>> costs;
+  collect_stage_costs(c.value("metrics", nlohmann::json::object()), "", costs);
   if (costs.empty()) return std::nullopt;
   Figure f;
   f.name = "cost-" + slug(c.value("name", ""));
   f.data = "# layer_kind stage_I stage_II\n";
-  for (const auto& [kind, stages] : costs) f.data += gp_quoted(kind) + " " + number(stages[0]) + " " + number(stages[1]) + "\n";
+  for (const auto& [kind, stages] : costs) {
+    std::string label = kind;  // one whitespace-free column
+    for (char& ch : label) ch = std::isspace(static_cast<unsigned char>(ch)) || ch == '"' || ch == '\'' ? '_' : ch;
+    f.data += label + " " + number(stages[0]) + " " + number(stages[1]) + "\n";
+  }
   f.script = "set title " + gp_quoted(c.value("name", "") + ": multiply-adds by stage (ACmix, Pan et al. CVPR 2022)") +
              "\nset style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
-             "set boxwidth 0.6\nset ylabel 'multiply-adds'\nset grid ytics\nset key top left\nset yrange [0:*]\n"
+             "set boxwidth 0.6\nset ylabel 'multiply-adds'\nset grid ytics\nset key below horizontal\nset yrange [0:*]\n"
              "plot datafile using 2:xtic(1) lc rgb '#1f77b4' title 'Stage I (1x1 projections)', "
              "'' using 3 lc rgb '#ff7f0e' title 'Stage II (aggregation)'\n";
   f.width = std::clamp(int(costs.size()) * 140 + 200, 480, 1200);

@@ -82,6 +82,7 @@ json param_schema(const ParamSpec& spec) {
              int_array(4, non_negative_int())}}};
       break;
   }
+  if (s.is_null()) s = json::object();  // a kind this generator does not know yet: any value
   if (!spec.help.empty()) s["description"] = spec.help;
   if (!spec.default_value.is_null()) s["default"] = spec.default_value;
   return s;

@@ -116,8 +116,16 @@ ET.parse(os.path.join(figures, "alpha-sweep-holds.svg"))
 synthetic = {"cases": [
     {"name": "cost-3x3", "proof": "acmix2022.cost_table", "status": "pass", "params": {},
      "metrics": {"max_abs": 0, "rel_l2": 0,
-                 "stage_i_madds": {"convolution": 1.0e6, "self_attention": 3.0e6, "acmix": 3.0e6},
-                 "stage_ii_madds": {"convolution": 8.0e6, "self_attention": 2.0e6, "acmix": 2.5e6}}},
+                 "table": {
+                     "convolution": {"stage1_multiply_adds": {"measured": 1000000, "paper": 1000000},
+                                     "stage2_multiply_adds": {"measured": 8000000, "paper": 8000000},
+                                     "stage1_params": {"measured": 5, "paper": 5}},
+                     "self_attention": {"stage1_multiply_adds": {"measured": 3000000},
+                                        "stage2_multiply_adds": {"measured": 2000000}},
+                     "acmix": {"stage1_multiply_adds": {"measured": 3000000},
+                               "stage2_multiply_adds": {"measured": 2500000},
+                               "multiply_adds_by_label": {"stage1": 3000000, "stage2.conv.fc": 7}}},
+                 "stage1_share": {"convolution": 0.11}}},
     {"name": "cost-empty", "proof": "acmix2022.cost_table", "status": "pass", "params": {},
      "metrics": {"max_abs": 0, "rel_l2": 0}}]}
 with open(os.path.join(work, "synthetic.json"), "w") as f:
@@ -127,7 +135,8 @@ check(cost.returncode == 0, f"cost plot exit code {cost.returncode}: {cost.stder
 check(os.path.exists(os.path.join(figures, "cost-cost-3x3.png")), "no cost figure")
 with open(os.path.join(figures, "cost-cost-3x3.dat")) as f:
     rows = [l.split() for l in f if not l.startswith("#")]
-check(["'acmix'", "3000000", "2500000"] in rows, f"cost rows: {rows}")
+check(rows == [["acmix", "3000000", "2500000"], ["convolution", "1000000", "8000000"],
+               ["self_attention", "3000000", "2000000"]], f"cost rows: {rows}")
 check("cost-empty: no stage I / stage II metrics" in cost.stderr, f"no warning for a cost case without stages: {cost.stderr}")
 not_report = attnconv("plot", suite, "--out", figures)
 check(not_report.returncode == 2, f"plot of a case file: exit {not_report.returncode}")
