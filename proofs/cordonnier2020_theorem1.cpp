@@ -111,8 +111,8 @@ const bool registered = register_proof({
         {"bound", "number", "finite-alpha bound eps(alpha) * sum_h 2 max_k |X_k W_val^h W_out^h| + round-off"},
         {"attention_leak", "number", "eps(alpha) = 4 s (1 + s), s = sum_{n>=1} exp(-alpha n^2)"},
         {"roundoff_allowance", "number", "the round-off part of the bound"},
-        {"padding_resolved", "array", "[top, bottom, left, right]"},
-        {"output_shape", "array", "[C_out, H_out, W_out]"},
+        {"padding_resolved", "array", "[top, bottom, left, right]", false},
+        {"output_shape", "array", "[C_out, H_out, W_out]", false},
         {"eckart_young", "number", "best possible distance when head_dim < out_channels", false},
     },
 });
