@@ -76,6 +76,12 @@ json param_schema(const ParamSpec& spec) {
       s = {{"oneOf", {item, int_array(2, item)}}};
       break;
     }
+    case ParamKind::number_pair: {
+      json item = {{"type", "number"}};
+      if (spec.minimum) item[spec.exclusive_minimum ? "exclusiveMinimum" : "minimum"] = *spec.minimum;
+      s = int_array(2, item);
+      break;
+    }
     case ParamKind::padding:
       s = {{"oneOf",
             {non_negative_int(), {{"enum", {"same", "valid"}}}, int_array(2, non_negative_int()),

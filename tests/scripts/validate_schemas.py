@@ -100,8 +100,13 @@ bad = {
     "empty sweep list": variant(lambda c: c.update(sweep={"alpha": []})),
     "bad sweep value": variant(lambda c: c.update(sweep={"alpha": [1, -2]})),
 }
+acmix = {"name": "acmix-probe", "proof": "acmix2022.module",
+         "params": {"image": [6, 6], "in_channels": 4, "out_channels": 8, "heads": 2}}
+bad["number pair of one"] = dict(acmix, params=dict(acmix["params"], rates=[0.5]))
+bad["number pair of strings"] = dict(acmix, params=dict(acmix["params"], rates=["a", "b"]))
 accepted = {
     "the probe": good,
+    "an acmix module with rates": dict(acmix, params=dict(acmix["params"], rates=[0.25, 1.5])),
     "padding same": variant(lambda c: c["params"].update(padding="same")),
     "padding of 4 sides": variant(lambda c: c["params"].update(padding=[1, 0, 2, 1])),
     "sweep": variant(lambda c: c.update(sweep={"alpha": [1, 2.5], "seed": [1, 2]})),
