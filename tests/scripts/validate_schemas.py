@@ -23,6 +23,7 @@ import subprocess
 import sys
 
 import jsonschema
+import numpy as np
 
 binary, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
 shutil.rmtree(work, ignore_errors=True)
@@ -140,15 +141,16 @@ for index in (1, 2):
 merged = attnconv("merge", *reports[1:], "--out", os.path.join(work, "merged"))
 check(merged.returncode in (0, 1), f"merge exits {merged.returncode}: {merged.stderr}")
 reports.append(os.path.join(work, "merged", "report.json"))
-# An errored case: a weights file that does not exist fails at run time.
-errored_case = variant(lambda c: c.update(weights={"input": "no-such-file.npy"}))
+# An errored case: a weights file of the wrong shape fails at run time.
+np.save(os.path.join(work, "wrong-shape.npy"), np.zeros((2, 3)))
+errored_case = variant(lambda c: c.update(weights={"input": "wrong-shape.npy"}))
 with open(os.path.join(work, "errored.json"), "w") as f:
     json.dump({"cases": [errored_case]}, f)
 errored = attnconv("run", os.path.join(work, "errored.json"), "--out", os.path.join(work, "errored"), "--quiet")
 check(errored.returncode == 1, f"errored run exits {errored.returncode}, expected 1")
 reports.append(os.path.join(work, "errored", "report.json"))
 errored_report = load(reports[-1])
-check(errored_report["cases"][0]["status"] == "error", "the missing .npy case did not error")
+check(errored_report["cases"][0]["status"] == "error", "the wrong-shape .npy case did not error")
 
 for path in reports:
     if not os.path.exists(path):

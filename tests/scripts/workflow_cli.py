@@ -14,6 +14,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import numpy as np
+
 binary, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -42,8 +44,9 @@ cases = [
     # low alpha fails the tolerance, high alpha holds
     dict(probe, name="holds", sweep={"alpha": [2, 8, 16, 40, 60]}, tolerance={"rel_l2": 1e-10}),
     dict(probe, name='odd <name> & "quotes"', expect="fail"),  # the claim holds: this case fails
-    dict(probe, name="missing-weights", weights={"input": "nowhere.npy"}),  # errors at run time
+    dict(probe, name="wrong-weights", weights={"input": "wrong-shape.npy"}),  # errors at run time
 ]
+np.save(os.path.join(work, "wrong-shape.npy"), np.zeros((2, 3)))
 suite = os.path.join(work, "suite.json")
 with open(suite, "w") as f:
     json.dump({"cases": cases}, f)
@@ -71,8 +74,8 @@ odd = by_name.get('odd <name> & "quotes"')
 check(odd is not None and odd.find("failure") is not None, "the failing case has no <failure>")
 if odd is not None and odd.find("failure") is not None:
     check(odd.find("failure").get("message") == report["cases"][5]["message"], "failure message differs")
-missing = by_name.get("missing-weights")
-check(missing is not None and missing.find("error") is not None and "nowhere.npy" in missing.find("error").get("message"),
+wrong = by_name.get("wrong-weights")
+check(wrong is not None and wrong.find("error") is not None and "wrong-shape.npy" in wrong.find("error").get("message"),
       "the errored case has no <error> naming the file")
 check(by_name["holds[alpha=60]"].find("failure") is None, "a passing case has a <failure>")
 check(by_name["holds[alpha=2]"].find("failure") is not None, "a failing sweep point has no <failure>")
