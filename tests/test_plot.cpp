@@ -9,15 +9,6 @@
 
 using namespace attnconv;
 
-TEST_CASE("the log-linear fit recovers an exponential decay", "[plot]") {
-  std::vector<double> x, y;
-  for (double a = 1; a <= 20; a += 1.5) x.push_back(a), y.push_back(3.0 * std::exp(-0.9 * a));
-  const LogFit fit = fit_log_linear(x, y);
-  CHECK(fit.slope == Approx(-0.9).epsilon(1e-12));
-  CHECK(std::exp(fit.intercept) == Approx(3.0).epsilon(1e-12));
-  CHECK(fit_log_linear({1}, {1}).points == 1);
-}
-
 TEST_CASE("one query's attention rows agree with the dense engine and the construction", "[plot]") {
   // A general layer: the dense engine's output for query q is sum_k P_qk X_k W_val W_out + b.
   Random random(5);

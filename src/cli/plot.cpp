@@ -17,6 +17,7 @@
 #include "construction/theorem1.hpp"
 #include "harness/errors.hpp"
 #include "harness/params.hpp"
+#include "harness/sweep_fit.hpp"
 #include "mhsa/attention_row.hpp"
 #include "ops/padding.hpp"
 #include "tensor/random.hpp"
@@ -24,21 +25,6 @@
 namespace attnconv {
 
 namespace fs = std::filesystem;
-
-LogFit fit_log_linear(const std::vector<double>& x, const std::vector<double>& y) {
-  LogFit fit;
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (std::size_t k = 0; k < x.size(); ++k) {
-    const double ly = std::log(y[k]);
-    sx += x[k], sy += ly, sxx += x[k] * x[k], sxy += x[k] * ly;
-  }
-  const double n = double(x.size()), denominator = n * sxx - sx * sx;
-  fit.points = x.size();
-  if (x.size() < 2 || denominator == 0) return fit;
-  fit.slope = (n * sxy - sx * sy) / denominator;
-  fit.intercept = (sy - fit.slope * sx) / n;
-  return fit;
-}
 
 namespace {
 
@@ -118,54 +104,30 @@ std::vector<std::string> render(const Figure& figure, const PlotOptions& options
   return {base.string() + ".png", base.string() + ".svg"};
 }
 
-// The slope a report-level "sweep_fits" entry gives for `group`, if any.
-std::optional<double> reported_slope(const nlohmann::json& report, const std::string& group) {
-  if (!report.contains("sweep_fits")) return std::nullopt;
-  const auto& fits = report["sweep_fits"];
-  const auto slope_of = [](const nlohmann::json& fit) -> std::optional<double> {
-    for (const char* key : {"slope", "log_slope", "fitted_slope"})
-      if (fit.is_object() && fit.contains(key) && fit[key].is_number()) return fit[key].get<double>();
-    return std::nullopt;
-  };
-  if (fits.is_object() && fits.contains(group)) return slope_of(fits[group]);
-  if (fits.is_array())
-    for (const auto& fit : fits)
-      for (const char* key : {"group", "sweep_group", "name"})
-        if (fit.is_object() && fit.value(key, "") == group) return slope_of(fit);
-  return std::nullopt;
-}
-
 // --- error against alpha ------------------------------------------------------
 
 Figure alpha_sweep_figure(const std::string& group, std::vector<const nlohmann::json*> cases,
-                          const nlohmann::json& report) {
+                          const nlohmann::json& fit) {
   std::sort(cases.begin(), cases.end(), [](const auto* a, const auto* b) {
     return (*a)["sweep_point"]["alpha"].template get<double>() < (*b)["sweep_point"]["alpha"].template get<double>();
   });
   Figure f;
   f.name = "alpha-sweep-" + slug(group);
-  std::vector<double> fit_x, fit_y;
   f.data = "# alpha max_abs bound\n";
   for (const auto* c : cases) {
     const double alpha = (*c)["sweep_point"]["alpha"].get<double>(), err = metric(*c, "max_abs");
-    const double bound = metric(*c, "bound"), roundoff = metric(*c, "roundoff_allowance");
-    f.data += number(alpha) + " " + number(err > 0 ? err : std::nan("")) + " " + number(bound) + "\n";
-    // Fit the decay only where the error is above round-off.
-    if (err > 0 && std::isfinite(err) && !(err <= 10 * roundoff)) fit_x.push_back(alpha), fit_y.push_back(err);
+    f.data += number(alpha) + " " + number(err > 0 ? err : std::nan("")) + " " + number(metric(*c, "bound")) + "\n";
   }
-  const LogFit fit = fit_log_linear(fit_x, fit_y);
-  const std::optional<double> from_report = reported_slope(report, group);
-  std::string fit_title, fit_plot;
-  if (from_report) {
-    fit_title = "slope from the report: d ln(max_abs)/d alpha = " + short_number(*from_report);
-  } else if (fit.points >= 2) {
-    fit_title = "fitted d ln(max_abs)/d alpha = " + short_number(fit.slope) + " over the " + std::to_string(fit.points) +
-                " points above 10x round-off";
-    fit_plot = ", [" + number(fit_x.front()) + ":" + number(fit_x.back()) + "] exp(" + number(fit.intercept) + " + " +
-               number(fit.slope) + " * x) with lines dt 2 lw 2 lc rgb '#d62728' title " +
-               gp_quoted("fit, slope " + short_number(fit.slope));
-  } else {
-    fit_title = "no fit: fewer than 2 points above round-off";
+  // The report's fit (src/harness/sweep_fit.hpp): over the points above round-off.
+  std::string fit_title = "no fit: fewer than 2 points above round-off", fit_plot;
+  if (fit.is_object() && fit.value("slope", nlohmann::json()).is_number()) {
+    const double slope = fit["slope"].get<double>(), intercept = fit["intercept"].get<double>();
+    const auto& used = fit["used_values"];
+    fit_title = "fitted d ln(max_abs)/d alpha = " + short_number(slope) + " over the " + std::to_string(used.size()) +
+                " points above round-off";
+    fit_plot = ", [" + number(used.front().get<double>()) + ":" + number(used.back().get<double>()) + "] exp(" +
+               number(intercept) + " + " + number(slope) + " * x) with lines dt 2 lw 2 lc rgb '#d62728' title " +
+               gp_quoted("fit, slope " + short_number(slope));
   }
   f.script = "set title " + dquoted(group + ": |MHSA - conv| against alpha\n" + fit_title) +
              "\nset xlabel 'alpha'\nset ylabel 'max |MHSA - conv|'\nset logscale y\n"
@@ -333,14 +295,7 @@ std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOpt
   bool any_cost_case = false;
   for (const auto& c : report["cases"]) {
     if (!selected(c, options) || c.value("status", "") == "error") continue;
-    const auto point = c.value("sweep_point", nlohmann::json::object());
-    if (point.contains("alpha") && point["alpha"].is_number()) {
-      std::string key = c.value("sweep_group", c.value("name", ""));
-      nlohmann::json rest = point;
-      rest.erase("alpha");
-      if (!rest.empty()) key += rest.dump();
-      sweeps[key].push_back(&c);
-    }
+    if (const std::string group = alpha_sweep_group(c); !group.empty()) sweeps[group].push_back(&c);
     const std::string proof = c.value("proof", "");
     if (proof == "cordonnier2020.theorem1") theorem1_groups.try_emplace(c.value("sweep_group", c.value("name", "")), &c);
     if (proof == "acmix2022.cost_table") {
@@ -349,8 +304,15 @@ std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOpt
       else std::cerr << "attnconv plot: " << c.value("name", "") << ": no stage I / stage II metrics found; no cost figure\n";
     }
   }
-  for (const auto& [group, cases] : sweeps)
-    if (cases.size() >= 2) add(alpha_sweep_figure(group, cases, report));
+  // The fits of the report (older reports: fitted here, the same way).
+  const nlohmann::json fits = report.contains("sweep_fits") ? report["sweep_fits"] : fit_sweeps(report["cases"]);
+  for (const auto& [group, cases] : sweeps) {
+    if (cases.size() < 2) continue;
+    nlohmann::json fit;
+    for (const auto& candidate : fits)
+      if (candidate.value("group", "") == group) fit = candidate;
+    add(alpha_sweep_figure(group, cases, fit));
+  }
   for (const auto& [group, c] : theorem1_groups) {
     try {
       add((*c)["params"].value("dtype", "float64") == "float32" ? attention_figure<float>(*c) : attention_figure<double>(*c));

@@ -25,11 +25,4 @@ struct PlotOptions {
 // std::runtime_error when gnuplot fails.
 std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOptions& options);
 
-// Least-squares slope and intercept of ln(y) against x, over the points given.
-struct LogFit {
-  double slope = 0, intercept = 0;
-  std::size_t points = 0;
-};
-LogFit fit_log_linear(const std::vector<double>& x, const std::vector<double>& y);
-
 }  // namespace attnconv

@@ -15,22 +15,25 @@ const char* const selection_note =
 
 }  // namespace
 
+std::string alpha_sweep_group(const json& c) {
+  const json point = c.value("sweep_point", json::object());
+  if (!point.is_object() || !point.contains("alpha") || !point["alpha"].is_number()) return "";
+  std::string label = c.value("sweep_group", std::string());
+  for (const auto& [other, other_value] : point.items())
+    if (other != "alpha") label += "[" + other + "=" + (other_value.is_string() ? other_value.get<std::string>() : other_value.dump()) + "]";
+  return label;
+}
+
 json fit_sweeps(const json& cases) {
   // (group label, swept key) -> points (x, max_abs, roundoff or NaN); insertion order kept by `order`.
   std::map<std::pair<std::string, std::string>, std::vector<json>> groups;
   std::vector<std::pair<std::string, std::string>> order;
   for (const auto& c : cases) {
-    if (!c.contains("sweep_point") || !c["sweep_point"].is_object() || c["sweep_point"].empty()) continue;
-    const json& point = c["sweep_point"];
-    for (const auto& [key, value] : point.items()) {
-      if (key != "alpha" || !value.is_number()) continue;
-      std::string label = c.value("sweep_group", std::string());
-      for (const auto& [other, other_value] : point.items())
-        if (other != key) label += "[" + other + "=" + (other_value.is_string() ? other_value.get<std::string>() : other_value.dump()) + "]";
-      const auto id = std::make_pair(label, key);
-      if (!groups.count(id)) order.push_back(id);
-      groups[id].push_back(c);
-    }
+    const std::string label = alpha_sweep_group(c);
+    if (label.empty()) continue;
+    const auto id = std::make_pair(label, std::string("alpha"));
+    if (!groups.count(id)) order.push_back(id);
+    groups[id].push_back(c);
   }
   json fits = json::array();
   for (const auto& id : order) {

@@ -4,6 +4,7 @@
 // that key. Theorem 1's finite-alpha error decays like e^{-alpha}, so the
 // slope over alpha should be close to -1 (DESIGN.md, "Finite alpha").
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace attnconv {
 
@@ -18,5 +19,9 @@ using json = nlohmann::json;
 // points_total, slope, intercept (of ln max_abs), note}; slope and intercept are
 // null with fewer than 2 points used.
 json fit_sweeps(const json& cases);
+
+// The alpha-sweep group of one report case: its sweep_group plus
+// "[key=value]" for each other swept key; empty when alpha is not swept.
+std::string alpha_sweep_group(const json& c);
 
 }  // namespace attnconv
