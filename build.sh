@@ -11,7 +11,8 @@ packages=(cmake make g++ git pkg-config
           xtensor-dev libxtensor-blas-dev libopenblas-dev
           catch2 nlohmann-json3-dev libcli11-dev librapidcheck-dev libbenchmark-dev
           python3 python3-numpy python3-jsonschema
-          gnuplot-nox)
+          gnuplot-nox
+          clang libclang-rt-14-dev)  # .ci/sanitize.sh, .ci/fuzz.sh
 
 install_missing() {
   local missing=() p

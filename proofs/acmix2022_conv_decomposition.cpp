@@ -43,6 +43,8 @@ const bool registered = register_proof({
     validate_conv_case,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
+    {},
+    conv_case_tensor_shapes,
 });
 
 }  // namespace

@@ -171,6 +171,8 @@ const bool registered = register_proof({
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
+    {},
+    acmix_case_tensor_shapes,
 });
 
 }  // namespace

@@ -32,6 +32,17 @@ void validate(const Case& c) {
   check_hypotheses(c, kernel[0] * kernel[1]);
 }
 
+// The tensors a case may load instead of drawing them from the seed.
+std::map<std::string, std::vector<std::size_t>> expected_tensors(const Case& c) {
+  const auto image = get_int_pair(c.params, "image"), kernel = get_int_pair(c.params, "kernel");
+  const std::size_t c_in = std::size_t(get_int(c.params, "in_channels")), c_out = std::size_t(get_int(c.params, "out_channels"));
+  std::map<std::string, std::vector<std::size_t>> out{
+      {"input", {c_in, std::size_t(image[0]), std::size_t(image[1])}},
+      {"conv_weight", {c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])}}};
+  if (c.params.at("bias").get<bool>()) out["conv_bias"] = {c_out};
+  return out;
+}
+
 template <class T> Outcome verify_typed(const Case& c) {
   const auto image = get_int_pair(c.params, "image"), kernel = get_int_pair(c.params, "kernel");
   const std::size_t c_in = std::size_t(get_int(c.params, "in_channels")), c_out = std::size_t(get_int(c.params, "out_channels"));
@@ -78,7 +89,7 @@ const bool registered = register_proof({
     "remarks).",
     {
         {"image", ParamKind::int_pair, nullptr, "image size [H, W]", 1},
-        {"kernel", ParamKind::int_pair, nullptr, "kernel size [K1, K2]", 1},
+        {"kernel", ParamKind::int_pair, nullptr, "kernel size [K1, K2]", 1, false, {}, 4096},
         {"in_channels", ParamKind::integer, nullptr, "D_in", 1},
         {"out_channels", ParamKind::integer, nullptr, "D_out", 1},
         {"heads", ParamKind::integer, nullptr, "N_h (>= K1*K2 for the claim)", 1},
@@ -86,7 +97,7 @@ const bool registered = register_proof({
         {"padding", ParamKind::padding, 0, "int, [ph, pw], [top, bottom, left, right], \"same\" or \"valid\""},
         {"padding_mode", ParamKind::string, "zeros", "", std::nullopt, false, {"zeros", "reflect", "replicate", "circular"}},
         {"stride", ParamKind::int_pair, 1, "", 1},
-        {"dilation", ParamKind::int_pair, 1, "", 1},
+        {"dilation", ParamKind::int_pair, 1, "", 1, false, {}, 4096},
         {"bias", ParamKind::boolean, true, "whether the convolution has a bias"},
         {"alpha", ParamKind::number, 60.0, "attention sharpness (> 0)", 0.0, true},
         {"encoding", ParamKind::string, "quadratic",
@@ -115,6 +126,7 @@ const bool registered = register_proof({
         {"output_shape", "array", "[C_out, H_out, W_out]", false},
         {"eckart_young", "number", "best possible distance when head_dim < out_channels", false},
     },
+    expected_tensors,
 });
 
 }  // namespace

@@ -59,6 +59,17 @@ void validate_conv_case(const Case& c) {
     throw ParamError("bias", "weights.conv_bias is given but \"bias\" is false");
 }
 
+std::map<std::string, std::vector<std::size_t>> conv_case_tensor_shapes(const Case& c) {
+  const auto image = get_int_pair(c.params, "image"), kernel = get_int_pair(c.params, "kernel");
+  const std::size_t c_in = std::size_t(get_int(c.params, "in_channels"));
+  const std::size_t c_out = std::size_t(get_int(c.params, "out_channels"));
+  std::map<std::string, std::vector<std::size_t>> out{
+      {"input", {c_in, std::size_t(image[0]), std::size_t(image[1])}},
+      {"conv_weight", {c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])}}};
+  if (c.params.at("bias").get<bool>()) out["conv_bias"] = {c_out};
+  return out;
+}
+
 template <class T> ConvCase<T> conv_case_tensors(const Case& c) {
   const auto image = get_int_pair(c.params, "image"), kernel = get_int_pair(c.params, "kernel");
   const std::size_t c_in = std::size_t(get_int(c.params, "in_channels"));

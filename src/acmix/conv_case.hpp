@@ -13,6 +13,8 @@ namespace attnconv {
 std::vector<ParamSpec> conv_case_params();
 ConvGeometry conv_case_geometry(const Case& c);
 void validate_conv_case(const Case& c);  // throws ParamError
+// The tensors a case may load from .npy: input, conv_weight, conv_bias (with bias).
+std::map<std::string, std::vector<std::size_t>> conv_case_tensor_shapes(const Case& c);
 
 template <class T> struct ConvCase {
   Image<T> input;

@@ -54,6 +54,15 @@ void validate_acmix_case(const Case& c) {
   }
 }
 
+std::map<std::string, std::vector<std::size_t>> acmix_case_tensor_shapes(const Case& c) {
+  const AcmixConfig config = acmix_case_config(c);
+  const auto image = get_int_pair(c.params, "image");
+  std::map<std::string, std::vector<std::size_t>> out{
+      {"input", {std::size_t(config.in_channels), std::size_t(image[0]), std::size_t(image[1])}}};
+  for (const auto& entry : acmix_state_dict_entries(config, acmix_case_init(c).dep_conv_bias)) out[entry.key] = entry.shape;
+  return out;
+}
+
 template <class T> AcmixCase<T> acmix_case_tensors(const Case& c) {
   AcmixCase<T> out;
   out.config = acmix_case_config(c);

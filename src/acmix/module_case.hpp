@@ -13,6 +13,8 @@ AcmixInit acmix_case_init(const Case& c);
 // out_channels divisible by heads, odd kernels, reflection padding smaller than
 // the image, known weight keys. Throws ParamError (or InputError for weights).
 void validate_acmix_case(const Case& c);
+// The tensors a case may load from .npy: input and the state_dict entries.
+std::map<std::string, std::vector<std::size_t>> acmix_case_tensor_shapes(const Case& c);
 
 template <class T> struct AcmixCase {
   AcmixConfig config;

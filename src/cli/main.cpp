@@ -4,11 +4,13 @@
 #include <fnmatch.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/workflow.hpp"
 #include "harness/case_loader.hpp"
 #include "harness/errors.hpp"
+#include "harness/resources.hpp"
 #include "harness/runner.hpp"
 
 namespace {
@@ -42,14 +44,29 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   std::vector<std::string> paths;
-  std::string out_dir = "reports", filter, dump_dir;
+  std::string out_dir = "reports", filter, dump_dir, max_memory;
+  RunOptions options;
   auto* run = app.add_subcommand("run", "run every case of the files/folders given (default cases/)");
   run->add_option("paths", paths, "case files or folders");
   run->add_option("--out", out_dir, "folder for report.json")->capture_default_str();
   run->add_option("--filter", filter, "run only the cases whose name matches this glob");
   run->add_option("--dump-tensors", dump_dir, "write each case's tensors as .npy under DIR/<case name>/");
+  run->add_option("--jobs,-j", options.jobs, "cases run at once, each in its own process")->check(CLI::Range(1, 256));
+  run->add_option("--timeout", options.timeout_seconds, "stop a case after SECONDS; it is reported as an error")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            char* end = nullptr;
+            const double seconds = std::strtod(value.c_str(), &end);
+            return end != value.c_str() && *end == '\0' && seconds > 0 && seconds < 1e9
+                       ? std::string()
+                       : "must be a number of seconds > 0, got " + value;
+          },
+          "SECONDS"));
+  run->add_option("--max-memory", max_memory,
+                  "refuse any case whose memory estimate exceeds BYTES (or 512M, 4G...); default: half the physical memory");
+  run->add_flag("--resume", options.resume, "continue an interrupted run from DIR/report.journal.jsonl");
 
-  auto* list = app.add_subcommand("list", "print the expanded cases, one a line");
+  auto* list = app.add_subcommand("list", "print the expanded cases, one a line: name, proof, file, memory estimate");
   list->add_option("paths", paths, "case files or folders");
   list->add_option("--filter", filter, "only the cases whose name matches this glob");
 
@@ -69,16 +86,25 @@ int main(int argc, char** argv) {
   if (const auto code = run_workflow_command(workflow)) return *code;
   if (paths.empty()) paths = {"cases"};
   try {
+    const double memory_limit = max_memory.empty() ? default_max_memory() : parse_size(max_memory);
     const std::vector<Case> cases = select(load_cases(paths), filter);
     if (list->parsed()) {
-      for (const auto& c : cases) std::cout << c.name << "\t" << c.proof << "\t" << c.file << "\n";
+      for (const auto& c : cases)
+        std::cout << c.name << "\t" << c.proof << "\t" << c.file << "\t" << format_bytes(case_memory_estimate(c)) << "\n";
       return 0;
     }
     if (cases.empty()) throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + filter + "'"));
-    RunOptions options;
     options.out_dir = out_dir, options.dump_dir = dump_dir;
+    options.max_memory = memory_limit;
     const std::vector<Case> to_run = prepare_run(cases, workflow, options);
+    check_memory(to_run, memory_limit);
     const json report = run_cases(to_run, options);
+    if (report.value("interrupted", false)) {
+      std::cerr << "attnconv: interrupted by " << report["interrupted_by"].get<std::string>() << ": "
+                << report["cases"].size() << " cases finished, " << report["not_run"].size()
+                << " not run; report: " << out_dir << "/report.json; continue with --resume\n";
+      return exit_code(report);
+    }
     finish_run(report, workflow, out_dir);
     return exit_code(report);
   } catch (const InputError& e) {

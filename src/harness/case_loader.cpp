@@ -1,6 +1,9 @@
 #include "harness/case_loader.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +11,8 @@
 #include <sstream>
 
 #include "harness/errors.hpp"
+#include "harness/json_reader.hpp"
+#include "harness/npy_check.hpp"
 
 namespace attnconv {
 
@@ -39,6 +44,41 @@ std::string known_proofs() {
   std::string list;
   for (const auto* p : all_proofs()) list += (list.empty() ? "" : ", ") + p->id;
   return list;
+}
+
+// More cases than this from one case object is a typo, not a plan.
+constexpr std::size_t max_expanded_cases = 100000;
+
+// Every "weights" entry of an expanded case against the proof's declared
+// tensors: known name, readable .npy of the case's dtype and shape, finite.
+// `checked` remembers files already read for this case object (sweeps).
+void check_weights(const Case& c, const ProofDef& proof, std::map<std::string, std::string>& checked) {
+  if (c.weights.empty()) return;
+  const auto where = [&](const std::string& key) { return c.file + ": case '" + c.name + "': key 'weights." + key + "': "; };
+  std::map<std::string, std::vector<std::size_t>> expected;
+  if (proof.expected_tensors) expected = proof.expected_tensors(c);
+  std::vector<std::string> names;
+  for (const auto& [name, shape] : expected) names.push_back(name);
+  const std::string descr = c.params.value("dtype", std::string("float64")) == "float32" ? "<f4" : "<f8";
+  for (const auto& [key, value] : c.weights.items()) {
+    if (proof.expected_tensors && !expected.count(key)) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw InputError(where(key) + "proof " + c.proof + " loads no tensor named '" + key + "'" + suggestion(key, names) +
+                       "; with these parameters it loads: " + (list.empty() ? "none" : list));
+    }
+    std::optional<std::vector<std::size_t>> shape;
+    if (proof.expected_tensors) shape = expected.at(key);
+    const std::string path = (fs::path(c.file).parent_path() / value.get<std::string>()).string();
+    const std::string memo = path + "|" + descr + "|" + (shape ? shape_string(*shape) : "?");
+    auto it = checked.find(memo);
+    if (it == checked.end()) it = checked.emplace(memo, check_npy_file(path, descr, shape)).first;
+    if (!it->second.empty())
+      throw InputError(where(key) + it->second +
+                       (it->second.find("dtype") != std::string::npos
+                            ? " (the case's dtype is " + c.params.value("dtype", std::string("float64")) + ")"
+                            : ""));
+  }
 }
 
 // The value of a swept parameter as it appears in a case name.
@@ -96,9 +136,14 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
 
   c.tolerance = object.value("tolerance", json::object());
   if (!c.tolerance.is_object()) fail("tolerance", "must be an object of metric -> number");
-  for (const auto& [key, value] : c.tolerance.items())
+  for (const auto& [key, value] : c.tolerance.items()) {
+    std::vector<std::string> metric_names;
+    for (const auto& m : proof->metrics) metric_names.push_back(m.name);
+    if (!metric_names.empty() && std::find(metric_names.begin(), metric_names.end(), key) == metric_names.end())
+      fail("tolerance." + key, "proof " + c.proof + " reports no metric '" + key + "'" + suggestion(key, metric_names));
     if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0)
       fail("tolerance." + key, "must be a finite number >= 0, got " + value.dump());
+  }
 
   c.expect = object.value("expect", json("hold")).is_string() ? object.value("expect", std::string("hold")) : "";
   if (c.expect != "hold" && c.expect != "fail") fail("expect", "must be \"hold\" or \"fail\", got " + object["expect"].dump());
@@ -116,6 +161,8 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
     const ParamSpec* spec = find_spec(*proof, key);
     if (!spec) fail("sweep." + key, "unknown parameter of " + c.proof + suggestion(key, param_names(*proof)));
     if (!values.is_array() || values.empty()) fail("sweep." + key, "must be a non-empty list of values");
+    if (points.size() * values.size() > max_expanded_cases)
+      fail("sweep." + key, "the sweep expands to more than " + std::to_string(max_expanded_cases) + " cases");
     for (const auto& v : values)
       if (auto error = check_param(*spec, v); !error.empty()) fail("sweep." + key, error);
     std::vector<json> next;
@@ -129,6 +176,7 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   }
 
   std::vector<Case> cases;
+  std::map<std::string, std::string> checked_files;
   for (const auto& point : points) {
     Case expanded = c;
     expanded.sweep_point = point;
@@ -141,34 +189,30 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
       }
       expanded.name += "[" + suffix + "]";
     }
-    if (proof->validate) {
-      try {
-        proof->validate(expanded);
-      } catch (const ParamError& e) {
-        throw InputError(file + ": case '" + expanded.name + "': key 'params." + e.key + "': " + e.what());
-      }
+    try {
+      if (proof->validate) proof->validate(expanded);
+      check_weights(expanded, *proof, checked_files);
+    } catch (const ParamError& e) {
+      throw InputError(file + ": case '" + expanded.name + "': key 'params." + e.key + "': " + e.what());
     }
     cases.push_back(std::move(expanded));
-  }
-  // After validate() (which checks the tensor names): every file exists.
-  for (const auto& [key, value] : c.weights.items()) {
-    const fs::path npy = fs::path(file).parent_path() / value.get<std::string>();
-    if (!fs::is_regular_file(npy)) fail("weights." + key, "no such file " + npy.string());
   }
   return cases;
 }
 
 std::vector<Case> load_case_file(const std::string& path) {
-  std::ifstream stream(path);
-  if (!stream) throw InputError(path + ": cannot read the file");
-  json document;
-  try {
-    document = json::parse(stream);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    const auto start = what.find("parse error");
-    throw InputError(path + ": malformed JSON: " + (start == std::string::npos ? what : what.substr(start)));
-  }
+  std::error_code error;
+  if (fs::exists(path, error) && !fs::is_regular_file(path, error)) throw InputError(path + ": not a regular file");
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) throw InputError(path + ": cannot read the file: " + std::strerror(errno));
+  std::ostringstream text;
+  text << stream.rdbuf();
+  if (stream.bad()) throw InputError(path + ": cannot read the file");
+  return load_case_text(text.str(), path);
+}
+
+std::vector<Case> load_case_text(const std::string& text, const std::string& path) {
+  const json document = parse_case_json(text, path);
   if (!document.is_object()) throw InputError(path + ": the top level must be a JSON object with \"cases\": [...]");
   for (const auto& [key, value] : document.items())
     if (key != "cases" && key != "description" && key != "$schema")

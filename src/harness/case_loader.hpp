@@ -12,6 +12,10 @@ namespace attnconv {
 // Cases of one file, expanded.
 std::vector<Case> load_case_file(const std::string& path);
 
+// Cases of the text of a case file; `path` names it in messages and anchors
+// relative .npy paths (exposed for tests and the fuzzer).
+std::vector<Case> load_case_text(const std::string& text, const std::string& path);
+
 // Cases of files and folders (every *.json below a folder except schema.json,
 // in sorted order), expanded; case names must be unique across all of them.
 std::vector<Case> load_cases(const std::vector<std::string>& paths);

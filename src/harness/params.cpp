@@ -20,14 +20,27 @@ std::string to_string(ParamKind kind) {
 
 namespace {
 
-std::string check_minimum(const ParamSpec& spec, double value) {
+std::string bound_string(double bound) {
+  json b = bound;
+  if (std::floor(bound) == bound && std::abs(bound) < 9e15) b = static_cast<long long>(bound);
+  return b.dump();
+}
+
+double maximum_of(const ParamSpec& spec) {
+  if (spec.maximum) return *spec.maximum;
+  return spec.kind == ParamKind::integer ? default_integer_maximum : default_size_maximum;
+}
+
+std::string check_bounds(const ParamSpec& spec, double value) {
+  if (spec.kind != ParamKind::number && value > maximum_of(spec))
+    return "must be <= " + bound_string(maximum_of(spec)) + ", got " + bound_string(value);
+  if (spec.kind == ParamKind::number && spec.maximum && value > *spec.maximum)
+    return "must be <= " + bound_string(*spec.maximum) + ", got " + bound_string(value);
   if (!spec.minimum) return "";
   const bool ok = spec.exclusive_minimum ? value > *spec.minimum : value >= *spec.minimum;
   if (ok) return "";
-  json bound = *spec.minimum;
-  if (std::floor(*spec.minimum) == *spec.minimum) bound = static_cast<long long>(*spec.minimum);
-  return "must be " + std::string(spec.exclusive_minimum ? "> " : ">= ") + bound.dump() + ", got " +
-         json(value).dump();
+  return "must be " + std::string(spec.exclusive_minimum ? "> " : ">= ") + bound_string(*spec.minimum) + ", got " +
+         bound_string(value);
 }
 
 bool all_integers(const json& value, std::size_t size) {
@@ -42,10 +55,10 @@ std::string check_param(const ParamSpec& spec, const json& value) {
   switch (spec.kind) {
     case ParamKind::integer:
       if (!value.is_number_integer()) return expected;
-      return check_minimum(spec, value.get<double>());
+      return check_bounds(spec, value.get<double>());
     case ParamKind::number:
       if (!value.is_number() || !std::isfinite(value.get<double>())) return "must be a finite number, got " + value.dump();
-      return check_minimum(spec, value.get<double>());
+      return check_bounds(spec, value.get<double>());
     case ParamKind::boolean:
       return value.is_boolean() ? "" : expected;
     case ParamKind::string:
@@ -58,26 +71,29 @@ std::string check_param(const ParamSpec& spec, const json& value) {
       }
       return "";
     case ParamKind::int_pair: {
-      if (value.is_number_integer()) return check_minimum(spec, value.get<double>());
+      if (value.is_number_integer()) return check_bounds(spec, value.get<double>());
       if (!all_integers(value, 2)) return expected;
       for (const auto& v : value)
-        if (auto e = check_minimum(spec, v.get<double>()); !e.empty()) return e;
+        if (auto e = check_bounds(spec, v.get<double>()); !e.empty()) return e;
       return "";
     }
     case ParamKind::padding: {
       if (value.is_string())
         return value == "same" || value == "valid" ? "" : "must be \"same\" or \"valid\" when a string, got " + value.dump();
-      if (value.is_number_integer()) return value.get<long long>() >= 0 ? "" : "must be >= 0, got " + value.dump();
+      if (value.is_number_integer()) return value.get<double>() >= 0 ? check_bounds(spec, value.get<double>())
+                                                                     : "must be >= 0, got " + value.dump();
       if (!all_integers(value, 2) && !all_integers(value, 4)) return expected;
-      for (const auto& v : value)
-        if (v.get<long long>() < 0) return "must be >= 0 on every side, got " + value.dump();
+      for (const auto& v : value) {
+        if (v.get<double>() < 0) return "must be >= 0 on every side, got " + value.dump();
+        if (auto e = check_bounds(spec, v.get<double>()); !e.empty()) return e;
+      }
       return "";
     }
     case ParamKind::number_pair: {
       if (!value.is_array() || value.size() != 2) return expected;
       for (const auto& v : value) {
         if (!v.is_number() || !std::isfinite(v.get<double>())) return expected;
-        if (auto e = check_minimum(spec, v.get<double>()); !e.empty()) return e;
+        if (auto e = check_bounds(spec, v.get<double>()); !e.empty()) return e;
       }
       return "";
     }

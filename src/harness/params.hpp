@@ -32,7 +32,13 @@ struct ParamSpec {
   std::optional<double> minimum = std::nullopt;  // inclusive (integer, number, int_pair)
   bool exclusive_minimum = false;                // minimum is exclusive (alpha > 0)
   std::vector<std::string> choices = {};         // string
+  // Inclusive (integer, int_pair, padding). Without it: integer <= 2^31 - 1,
+  // int_pair and padding <= 2^24, so that no size arithmetic can overflow.
+  std::optional<double> maximum = std::nullopt;
 };
+
+inline constexpr double default_integer_maximum = 2147483647.0;
+inline constexpr double default_size_maximum = 16777216.0;  // 2^24
 
 std::string to_string(ParamKind kind);
 

@@ -6,6 +6,7 @@
 //
 // The runner never lists proofs by hand.
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
@@ -63,9 +64,14 @@ struct ProofDef {
   std::function<void(const Case&)> validate;
   std::function<Outcome(const Case&)> verify;
   // Bytes the case will need at its peak, for `list` and --max-memory. May be empty.
-  std::function<double(const Case&)> memory_estimate;
+  std::function<double(const Case&)> memory_estimate = {};
   // The metrics verify() reports; empty: only max_abs and rel_l2 are known.
   std::vector<MetricSpec> metrics = {};
+  // The tensors a case may load from .npy ("weights"): name -> shape in
+  // PyTorch layout. The loader checks every file against it before anything
+  // runs. May be empty: then any name is accepted, with dtype and finiteness
+  // checked but not the shape.
+  std::function<std::map<std::string, std::vector<std::size_t>>(const Case&)> expected_tensors = {};
 };
 
 bool register_proof(ProofDef proof);  // returns true, for `static const bool registered = ...`

@@ -1,9 +1,12 @@
 #include "harness/runner.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
 #include "harness/atomic_file.hpp"
+#include "harness/executor.hpp"
+#include "harness/journal.hpp"
 #include "harness/npy.hpp"
 #include "harness/report.hpp"
 #include "harness/sweep_fit.hpp"
@@ -17,11 +20,16 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 }  // namespace
 
-json run_case(const Case& c, const RunOptions& options) {
+json case_entry(const Case& c) {
   json entry = {{"name", c.name},         {"proof", c.proof},          {"file", c.file},
                 {"params", c.params},     {"expect", c.expect},        {"sweep_group", c.base_name},
                 {"sweep_point", c.sweep_point}};
   if (!c.weights.empty()) entry["weights"] = c.weights;
+  return entry;
+}
+
+json run_case(const Case& c, const RunOptions& options) {
+  json entry = case_entry(c);
   const auto start = std::chrono::steady_clock::now();
   try {
     const Outcome outcome = find_proof(c.proof)->verify(c);
@@ -51,17 +59,43 @@ json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
                  {"environment", environment()},
                  {"cases", json::array()}};
   report.update(options.report_fields);
-  for (const auto& c : cases) {
-    report["cases"].push_back(run_case(c, options));
-    if (options.on_case_finished) options.on_case_finished(report["cases"].back());
-  }
+  const auto out = std::filesystem::path(options.out_dir);
+  const std::string journal_path = (out / "report.journal.jsonl").string();
+  std::vector<std::optional<json>> entries(cases.size());
+  Journal journal = options.resume ? Journal::resume(journal_path, cases, entries) : Journal::start(journal_path, cases);
+  const std::size_t resumed = std::size_t(std::count_if(entries.begin(), entries.end(), [](const auto& e) { return bool(e); }));
+  const int stop = execute_cases(cases, options, entries, [&](std::size_t i) {
+    journal.append(i, *entries[i]);
+    if (options.on_case_finished) options.on_case_finished(*entries[i]);
+  });
+  json not_run = json::array();
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    if (entries[i])
+      report["cases"].push_back(*entries[i]);
+    else
+      not_run.push_back(cases[i].name);
   report["sweep_fits"] = fit_sweeps(report["cases"]);
+  report["run"] = {{"jobs", options.jobs},
+                   {"timeout_seconds", options.timeout_seconds},
+                   {"max_memory_bytes", options.max_memory},
+                   {"resumed_cases", resumed},
+                   {"blas_threads_per_case", options.jobs > 1 ? json(1) : report["environment"]["blas_threads"]}};
+  if (stop) {
+    report["interrupted"] = true;
+    report["interrupted_by"] = signal_description(stop);
+    report["signal"] = stop;
+    report["not_run"] = not_run;
+  }
   update_summary(report, seconds_since(start));
-  write_file_atomic((std::filesystem::path(options.out_dir) / "report.json").string(), report.dump(2) + "\n");
+  if (stop) report["summary"]["not_run"] = not_run.size();
+  write_file_atomic((out / "report.json").string(),
+                    report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  if (!stop) journal.remove();
   return report;
 }
 
 int exit_code(const json& report) {
+  if (report.value("interrupted", false)) return 128 + report.value("signal", 15);
   const auto& s = report["summary"];
   return s["failed"].get<int>() + s["errored"].get<int>() == 0 ? 0 : 1;
 }

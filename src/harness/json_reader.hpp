@@ -1,0 +1,14 @@
+#pragma once
+// Parses a case file's text strictly: malformed JSON is reported with its line
+// and column, numbers that overflow a double (1e999) with where they are, and
+// a key repeated in one object (which JSON parsers silently resolve) is
+// refused. Messages name the file, the case and the key path.
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace attnconv {
+
+// Throws InputError.
+nlohmann::json parse_case_json(const std::string& text, const std::string& path);
+
+}  // namespace attnconv

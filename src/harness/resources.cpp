@@ -1,0 +1,75 @@
+#include "harness/resources.hpp"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "harness/errors.hpp"
+
+namespace attnconv {
+
+double case_memory_estimate(const Case& c) {
+  const ProofDef* proof = find_proof(c.proof);
+  if (proof && proof->memory_estimate) return proof->memory_estimate(c);
+  double tokens = 1;
+  if (c.params.contains("image")) {
+    const auto image = get_int_pair(c.params, "image");
+    tokens = double(image[0]) * double(image[1]);
+  }
+  return 64.0 * 1024 * 1024 + 8.0 * tokens * tokens;
+}
+
+double parse_size(const std::string& text) {
+  const auto bad = [&] {
+    return InputError("--max-memory: '" + text + "' is not a size (bytes, or a number with K, M, G or T, e.g. 512M, 2GiB)");
+  };
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  std::string unit = text.substr(used);
+  for (auto& ch : unit) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  if (unit == "IB") throw bad();
+  if (!unit.empty() && unit.back() == 'B') unit.pop_back();
+  if (!unit.empty() && unit.back() == 'I') unit.pop_back();
+  const std::string units = "KMGT";
+  double scale = 1;
+  if (unit.size() == 1 && units.find(unit[0]) != std::string::npos)
+    scale = std::pow(1024.0, double(units.find(unit[0]) + 1));
+  else if (!unit.empty())
+    throw bad();
+  if (!std::isfinite(value) || value <= 0) throw bad();
+  return value * scale;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int k = 0;
+  while (bytes >= 1024 && k < 6) bytes /= 1024, ++k;
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, k == 0 ? "%.0f %s" : "%.1f %s", bytes, units[k]);
+  return buffer;
+}
+
+double default_max_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 4.0 * 1024 * 1024 * 1024;
+  return double(pages) * double(page_size) / 2;
+}
+
+void check_memory(const std::vector<Case>& cases, double max_bytes) {
+  for (const auto& c : cases) {
+    const double estimate = case_memory_estimate(c);
+    if (!(estimate <= max_bytes))
+      throw InputError(c.file + ": case '" + c.name + "': key 'params': these sizes need an estimated " +
+                       format_bytes(estimate) + " of memory, more than --max-memory " + format_bytes(max_bytes) +
+                       "; nothing was run");
+  }
+}
+
+}  // namespace attnconv
