@@ -141,16 +141,16 @@ for index in (1, 2):
 merged = attnconv("merge", *reports[1:], "--out", os.path.join(work, "merged"))
 check(merged.returncode in (0, 1), f"merge exits {merged.returncode}: {merged.stderr}")
 reports.append(os.path.join(work, "merged", "report.json"))
-# An errored case: a weights file of the wrong shape fails at run time.
-np.save(os.path.join(work, "wrong-shape.npy"), np.zeros((2, 3)))
-errored_case = variant(lambda c: c.update(weights={"input": "wrong-shape.npy"}))
+# An errored case: one that runs past --timeout (the dense engine on 4096 pixels and 49 heads takes seconds).
+errored_case = {"name": "too-slow", "proof": "cordonnier2020.theorem1", "params": {"image": [64, 64], "kernel": 7, "in_channels": 2, "out_channels": 2, "heads": 49, "head_dim": 2, "padding": 3, "engine": "dense"}}
 with open(os.path.join(work, "errored.json"), "w") as f:
     json.dump({"cases": [errored_case]}, f)
-errored = attnconv("run", os.path.join(work, "errored.json"), "--out", os.path.join(work, "errored"), "--quiet")
+errored = attnconv("run", os.path.join(work, "errored.json"), "--out", os.path.join(work, "errored"), "--quiet",
+                   "--timeout", "0.5")
 check(errored.returncode == 1, f"errored run exits {errored.returncode}, expected 1")
 reports.append(os.path.join(work, "errored", "report.json"))
 errored_report = load(reports[-1])
-check(errored_report["cases"][0]["status"] == "error", "the wrong-shape .npy case did not error")
+check(errored_report["cases"][0]["status"] == "error", "the case past --timeout did not error")
 
 for path in reports:
     if not os.path.exists(path):
