@@ -7,7 +7,7 @@
 // attend over the padded image, then crop and subsample (DESIGN.md). The
 // encoding is the theorem's quadratic one (D_p = 3) or the paper's generalised
 // quadratic encoding with a full precision per head (D_p = 5).
-#include "mhsa/dense_engine.hpp"
+#include "mhsa/engine.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -43,6 +43,36 @@ std::map<std::string, std::vector<std::size_t>> expected_tensors(const Case& c) 
   return out;
 }
 
+// Bytes at the peak of a check: the larger of (during the MHSA) the inputs, the
+// convolution, the padded image, its tokens and the engine, and (at the end)
+// those plus the MHSA output as tokens and image, the aligned output, the
+// bound's float64 copies of the tokens and its products, and the copies handed
+// to the report; plus the process itself (program, libraries, OpenBLAS
+// buffers, 16 MiB). Within a factor 2 of the measured peak RSS (README, "Performance").
+double memory_estimate(const Case& c) {
+  const auto image = get_int_pair(c.params, "image"), kernel = get_int_pair(c.params, "kernel");
+  const ConvGeometry g = geometry_of(c);
+  const double s = c.params.at("dtype") == "float32" ? 4 : 8;
+  const double c_in = get_int(c.params, "in_channels"), c_out = get_int(c.params, "out_channels");
+  const double heads = get_int(c.params, "heads"), d_h = get_int(c.params, "head_dim");
+  const std::size_t hp = std::size_t(image[0] + g.padding.top + g.padding.bottom);
+  const std::size_t wp = std::size_t(image[1] + g.padding.left + g.padding.right);
+  const double n = double(hp) * double(wp), pixels = double(image[0]) * image[1];
+  const double out_pixels =
+      double(conv_output_size(image[0], g.padding.top, g.padding.bottom, kernel[0], g.stride[0], g.dilation[0])) *
+      conv_output_size(image[1], g.padding.left, g.padding.right, kernel[1], g.stride[1], g.dilation[1]);
+  const double layer = s * heads * (c_in * (d_h + 6) + d_h * c_out);
+  const double inputs = s * (c_in * pixels + c_out * c_in * kernel[0] * kernel[1] + c_out * out_pixels + 2 * c_in * n) + layer;
+  // The Theorem 1 layer has no content terms: auto runs the separable engine.
+  const Engine engine = c.params.at("engine") == "dense" ? Engine::dense : Engine::separable;
+  const double during_mhsa = inputs + engine_memory_bytes(engine, hp, wp, std::size_t(c_in), 5, std::size_t(d_h),
+                                                          std::size_t(c_out), std::size_t(s));
+  const double at_end = inputs + s * (2 * c_out * n + 2 * c_out * out_pixels + c_in * pixels + c_out * out_pixels) +
+                        8 * (2 * c_in * n + c_out * n);
+  const double process = 16.0 * (1 << 20);
+  return process + std::max(during_mhsa, at_end);
+}
+
 template <class T> Outcome verify_typed(const Case& c) {
   const auto image = get_int_pair(c.params, "image"), kernel = get_int_pair(c.params, "kernel");
   const std::size_t c_in = std::size_t(get_int(c.params, "in_channels")), c_out = std::size_t(get_int(c.params, "out_channels"));
@@ -62,13 +92,19 @@ template <class T> Outcome verify_typed(const Case& c) {
   if (options.encoding == Encoding::quadratic_general)
     options.precision = random_precisions(std::uint64_t(c.params.at("seed").get<long long>()), options.heads);
 
-  // The one place this proof chooses its MHSA engine.
-  const MhsaEngine<T> engine = [](const MhsaLayer<T>& layer, const Matrix<T>& tokens, std::size_t h, std::size_t w_) {
-    return mhsa_dense(layer, tokens, h, w_);
+  // The one place this proof chooses its MHSA engine (mhsa/engine.hpp: auto runs
+  // the exact separable engine on this layer, which has no content terms).
+  EngineResult<T> ran{};
+  const MhsaEngine<T> engine = [&](const MhsaLayer<T>& layer, const Matrix<T>& tokens, std::size_t h, std::size_t w_) {
+    ran = run_mhsa(engine_from_string(c.params.at("engine")), layer, tokens, h, w_);
+    return ran.y;
   };
   const Theorem1Check<T> check = check_theorem1(x, w, b, g, options, engine);
 
-  Outcome out = construction_outcome(c, check, w, options, c.params.at("engine"));
+  Outcome out = construction_outcome(c, check, w, options, to_string(ran.ran));
+  out.metrics["flops"] = ran.flops;
+  out.metrics["flops_skipped"] = ran.flops_skipped;
+  out.metrics["memory_estimate_bytes"] = memory_estimate(c);
   out.metrics["padding_resolved"] = {g.padding.top, g.padding.bottom, g.padding.left, g.padding.right};
   out.metrics["output_shape"] = {check.expected.shape(0), check.expected.shape(1), check.expected.shape(2)};
   out.tensors = {{"input", xt::xarray<T>(x)},
@@ -107,11 +143,12 @@ const bool registered = register_proof({
          std::nullopt, false, {"quadratic", "quadratic_general"}},
         {"dtype", ParamKind::string, "float64", "", std::nullopt, false, {"float32", "float64"}},
         {"seed", ParamKind::integer, 0, "seed of the inputs and weights", 0},
-        {"engine", ParamKind::string, "dense", "MHSA engine", std::nullopt, false, {"dense"}},
+        {"engine", ParamKind::string, "auto", "MHSA engine: dense, separable (exact only without content terms), "
+                   "auto (separable where exact)", std::nullopt, false, {"dense", "separable", "auto"}},
     },
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
-    nullptr,
+    memory_estimate,
     {
         {"max_abs", "number", "max |MHSA - conv| over the output"},
         {"rel_l2", "number", "||MHSA - conv||_2 / ||conv||_2"},
@@ -122,6 +159,9 @@ const bool registered = register_proof({
         {"bound", "number", "finite-alpha bound eps(alpha) * sum_h 2 max_k |X_k W_val^h W_out^h| + round-off"},
         {"attention_leak", "number", "eps(alpha) = 4 s (1 + s), s = sum_{n>=1} exp(-alpha n^2)"},
         {"roundoff_allowance", "number", "the round-off part of the bound"},
+        {"flops", "number", "floating-point operations of the MHSA engine that ran (dense_flops / separable_flops)"},
+        {"flops_skipped", "number", "of flops, the P V products skipped because P was exactly 0 (dense)"},
+        {"memory_estimate_bytes", "number", "the proof's memory_estimate for this case (bytes at peak)"},
         {"padding_resolved", "array", "[top, bottom, left, right]", false},
         {"output_shape", "array", "[C_out, H_out, W_out]", false},
         {"eckart_young", "number", "best possible distance when head_dim < out_channels", false},

@@ -1,5 +1,7 @@
 #include "construction/finite_alpha.hpp"
 
+#include "mhsa/blas.hpp"
+
 #include <cmath>
 #include <limits>
 #include <xtensor-blas/xlinalg.hpp>
@@ -83,9 +85,10 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
     const auto& head = layer.heads[h];
     const xt::xtensor<double, 2> w_val = xt::cast<double>(head.w_val);
     const xt::xtensor<double, 2> w_out = xt::cast<double>(xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all()));
-    const double value_scale = double(xt::amax(xt::abs(xt::linalg::dot(xd, xt::linalg::dot(w_val, w_out))))());
-    const double abs_value_scale =
-        double(xt::amax(xt::linalg::dot(x_abs, xt::linalg::dot(xt::abs(w_val), xt::abs(w_out))))());
+    // (The (H*W) x D_out products in parallel row chunks: mhsa/blas.hpp.)
+    const xt::xtensor<double, 2> m = xt::linalg::dot(w_val, w_out), m_abs = xt::linalg::dot(xt::abs(w_val), xt::abs(w_out));
+    const double value_scale = double(xt::amax(xt::abs(product_rows(xd, m)))());
+    const double abs_value_scale = double(xt::amax(product_rows(x_abs, m_abs))());
     b.head_scale += value_scale;
     b.abs_scale += abs_value_scale;
     if (h < targets.size() && targets[h] && abs_value_scale > 0) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -14,8 +15,7 @@
 #include <stdexcept>
 
 #include "harness/resources.hpp"
-
-extern "C" void openblas_set_num_threads(int);
+#include "harness/threads.hpp"
 
 namespace attnconv {
 
@@ -65,7 +65,8 @@ struct Child {
   if (getppid() != parent) _exit(3);
   int code = 0;
   try {
-    if (options.jobs > 1) openblas_set_num_threads(1);  // the cores go to the jobs
+    // The cores go to the jobs (harness/threads.hpp): BLAS stays at one thread.
+    if (options.jobs > 1) set_engine_threads(std::max(1, engine_threads() / options.jobs));
     const std::string text = run_case(c, options).dump(-1, ' ', false, json::error_handler_t::replace);
     for (std::size_t done = 0; done < text.size();) {
       const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

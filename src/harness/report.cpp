@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "harness/threads.hpp"
 #include "harness/version.hpp"
 
 extern "C" {
@@ -44,6 +45,7 @@ json environment() {
           {"cxx_standard", __cplusplus},
           {"blas", std::string("OpenBLAS ") + openblas_get_config()},
           {"blas_threads", openblas_get_num_threads()},
+          {"engine_threads", engine_threads()},
           {"host", host},
           {"start_time", utc_now()}};
 }

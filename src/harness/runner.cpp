@@ -1,5 +1,7 @@
 #include "harness/runner.hpp"
 
+#include "harness/threads.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -10,6 +12,7 @@
 #include "harness/npy.hpp"
 #include "harness/report.hpp"
 #include "harness/sweep_fit.hpp"
+#include "harness/threads.hpp"
 #include "harness/verdict.hpp"
 
 namespace attnconv {
@@ -79,7 +82,8 @@ json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
                    {"timeout_seconds", options.timeout_seconds},
                    {"max_memory_bytes", options.max_memory},
                    {"resumed_cases", resumed},
-                   {"blas_threads_per_case", options.jobs > 1 ? json(1) : report["environment"]["blas_threads"]}};
+                   {"blas_threads_per_case", blas_threads()},
+                   {"engine_threads_per_case", std::max(1, engine_threads() / options.jobs)}};
   if (stop) {
     report["interrupted"] = true;
     report["interrupted_by"] = signal_description(stop);

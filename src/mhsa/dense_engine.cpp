@@ -1,40 +1,103 @@
 #include "mhsa/dense_engine.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
-#include <xtensor-blas/xblas.hpp>
+#include <vector>
+
+#include "harness/threads.hpp"
+#include "mhsa/blas.hpp"
+
 #include <xtensor/xview.hpp>
 
 namespace attnconv {
 
-template <class T> void softmax_inplace(T* row, std::size_t n) {
-  const T max = *std::max_element(row, row + n);
+// Below this argument std::exp rounds to exactly 0 (e^x < 2^-1075 in double,
+// < 2^-150 in float): such softmax terms are skipped, which is exact.
+template <class T> constexpr T exp_underflow() { return std::is_same_v<T, float> ? T(-104.0) : T(-745.2); }
+
+template <class T> SoftmaxSupport softmax_inplace(T* row, std::size_t n) {
+  T max = row[0];  // four lanes: max is exact, the order does not matter
+  T lane[4] = {row[0], row[0], row[0], row[0]};
+  std::size_t k = 0;
+  for (; k + 4 <= n; k += 4)
+    for (std::size_t l = 0; l < 4; ++l) lane[l] = std::max(lane[l], row[k + l]);
+  for (; k < n; ++k) max = std::max(max, row[k]);
+  for (const T value : lane) max = std::max(max, value);
+  for (k = 0; k < n; ++k) row[k] -= max;
+  // Where exp underflows to exactly 0 it is not called: find the span where it does not.
+  std::size_t begin = 0, end = n;
+  while (row[begin] < exp_underflow<T>()) ++begin;  // stops at the maximum (0) at the latest
+  while (row[end - 1] < exp_underflow<T>()) --end;
+  std::fill(row, row + begin, T(0));
+  std::fill(row + end, row + n, T(0));
   T sum = 0;
-  for (std::size_t k = 0; k < n; ++k) sum += (row[k] = std::exp(row[k] - max));
+  for (k = begin; k < end; ++k) sum += (row[k] = row[k] < exp_underflow<T>() ? T(0) : std::exp(row[k]));
+  // Summing over [begin, end) only leaves out exact zeros: the same sum.
   const T inv = T(1) / sum;
-  for (std::size_t k = 0; k < n; ++k) row[k] *= inv;
+  for (k = begin; k < end; ++k) row[k] *= inv;
+  return {begin, end};
 }
 
 namespace {
 
-// C = A B (or A B^T) into a preallocated C, through xtensor-blas.
-template <class T> void gemm(const Matrix<T>& a, const Matrix<T>& b, Matrix<T>& c, bool transpose_b = false) {
-  xt::blas::gemm(a, b, c, false, transpose_b);
+template <class T> bool all_zero(const xt::xtensor<T, 2>& m) {
+  return std::all_of(m.begin(), m.end(), [](T value) { return value == T(0); });
 }
 
-template <class T> Matrix<T> product(const Matrix<T>& a, const Matrix<T>& b) {
-  Matrix<T> c({a.shape(0), b.shape(1)});
-  gemm(a, b, c);
-  return c;
+// r_delta for every offset delta in [-(H-1), H-1] x [-(W-1), W-1], one plane
+// per component p of r (planes[p][(delta1 + H-1) * (2W-1) + delta2 + W-1]),
+// so that the positional score of a row of keys is a contiguous loop.
+template <class T> std::vector<std::vector<T>> encoding_planes(Encoding encoding, std::size_t height, std::size_t width) {
+  const std::size_t d_p = std::size_t(encoding_dim(encoding)), span_w = 2 * width - 1;
+  std::vector<std::vector<T>> planes(d_p, std::vector<T>((2 * height - 1) * span_w));
+  std::vector<T> r(d_p);
+  for (std::size_t a = 0; a < 2 * height - 1; ++a)
+    for (std::size_t b = 0; b < span_w; ++b) {
+      relative_encoding(encoding, int(a) - int(height - 1), int(b) - int(width - 1), r.data());
+      for (std::size_t p = 0; p < d_p; ++p) planes[p][a * span_w + b] = r[p];
+    }
+  return planes;
 }
 
-template <class T> Matrix<T> rows(const Matrix<T>& m, std::size_t begin, std::size_t end) {
-  return xt::view(m, xt::range(begin, end), xt::all());
+// One image row of keys: out[kj] = (content ? out[kj] : 0) + key_bias[kj] + a . r_(k - q),
+// with r read from the planes at `offset` (Eq. 8, the last three terms).
+template <class T, std::size_t D_P>
+__attribute__((target_clones("avx2", "default"))) void positional_row(const T* a, const T* const* planes,
+                                                                      std::size_t offset, const T* key_bias,
+                                                                      std::size_t width, bool content, T* out) {
+  const auto positional = [&](std::size_t kj) {
+    T sum = 0;
+    for (std::size_t p = 0; p < D_P; ++p) sum += a[p] * planes[p][offset + kj];
+    return sum;
+  };
+  if (content)
+    for (std::size_t kj = 0; kj < width; ++kj) out[kj] += key_bias[kj] + positional(kj);
+  else  // the same sum with the content term exactly 0
+    for (std::size_t kj = 0; kj < width; ++kj) out[kj] = T(0) + (key_bias[kj] + positional(kj));
+}
+
+template <class T>
+void add_positional_scores(const T* a, const std::vector<std::vector<T>>& planes, std::size_t offset,
+                           const T* key_bias, std::size_t width, bool content, T* out) {
+  const T* p[5] = {};
+  for (std::size_t i = 0; i < planes.size(); ++i) p[i] = planes[i].data();
+  switch (planes.size()) {
+    case 2: return positional_row<T, 2>(a, p, offset, key_bias, width, content, out);
+    case 3: return positional_row<T, 3>(a, p, offset, key_bias, width, content, out);
+    case 5: return positional_row<T, 5>(a, p, offset, key_bias, width, content, out);
+    default: throw std::logic_error("dense engine: unsupported encoding dimension");
+  }
 }
 
 }  // namespace
+
+std::size_t dense_block_rows(std::size_t tokens, std::size_t requested) {
+  if (requested) return std::min(requested, tokens);
+  // About 2^16 scores per block (512 KiB in float64): a block stays in a core's L2.
+  return std::min(tokens, std::max<std::size_t>((std::size_t(1) << 16) / std::max<std::size_t>(tokens, 1), 8));
+}
 
 template <class T>
 Matrix<T> mhsa_dense(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height, std::size_t width,
@@ -42,65 +105,82 @@ Matrix<T> mhsa_dense(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t 
   check_shapes(layer);
   const std::size_t n = height * width;
   if (x.shape(0) != n || x.shape(1) != layer.in_dim()) throw std::invalid_argument("mhsa_dense: input shape");
-  const std::size_t d_h = layer.head_dim(), d_p = std::size_t(encoding_dim(layer.encoding));
-  // (std::clamp(v, 16, n) would be undefined for n < 16.)
-  const std::size_t block = options.block ? options.block : std::min(n, std::max<std::size_t>((1u << 20) / n, 16));
-
-  // r_delta for every offset delta in [-(H-1), H-1] x [-(W-1), W-1], row-major.
+  const std::size_t d_h = layer.head_dim(), d_out = layer.out_dim();
+  const std::size_t block = dense_block_rows(n, options.block), blocks = (n + block - 1) / block;
   const std::size_t span_w = 2 * width - 1;
-  std::vector<T> r_table((2 * height - 1) * span_w * d_p);
-  for (std::size_t a = 0; a < 2 * height - 1; ++a)
-    for (std::size_t b = 0; b < span_w; ++b)
-      relative_encoding(layer.encoding, int(a) - int(height - 1), int(b) - int(width - 1),
-                        &r_table[(a * span_w + b) * d_p]);
+  const auto planes = encoding_planes<T>(layer.encoding, height, width);
 
-  Matrix<T> concat({n, layer.heads.size() * d_h});  // concat_h SA_h(X)
-  Matrix<T> scores({std::min(block, n), n});
-  Matrix<T> head_out({std::min(block, n), d_h});
+  // Per-thread scratch: one block of scores, its head output, positional terms of a row.
+  const std::size_t threads = parallel_threads(blocks);
+  std::vector<std::vector<T>> scores(threads, std::vector<T>(block * n)), head_out(threads, std::vector<T>(block * d_h)),
+      positional(threads, std::vector<T>(width));
+  std::vector<double> skipped(threads, 0.0);
+
+  // MHSA(X) = concat_h(SA_h(X)) W_out + b_out = sum_h SA_h(X) W_out^(h) + b_out,
+  // accumulated head by head (in order) into y, so concat is never stored.
+  Matrix<T> y = xt::zeros<T>({n, d_out});
   for (std::size_t h = 0; h < layer.heads.size(); ++h) {
     const AttentionHead<T>& head = layer.heads[h];
-    const Matrix<T> query = product(x, head.w_qry);  // X W_qry
-    const Matrix<T> key = product(x, head.w_key);    // X W_key
-    const Matrix<T> value = product(x, head.w_val);  // X W_val
+    const std::size_t d_k = head.w_qry.shape(1);
+    // (X_q W_qry)(X_k W_key)^T is exactly zero when W_qry or W_key is: skip it.
+    const bool content = !all_zero(head.w_qry) && !all_zero(head.w_key);
+    const Matrix<T> query = product_rows(x, head.w_qry);  // X W_qry
+    const Matrix<T> key = product_rows(x, head.w_key);    // X W_key
+    const Matrix<T> value = product_rows(x, head.w_val);  // X W_val
     // (X_q W_qry + v) W^_key: the coefficient of r_delta in A_qk, per query.
-    const Matrix<T> query_pos = product(Matrix<T>(query + head.v), head.w_key_hat);
+    const Matrix<T> query_pos = product_rows(Matrix<T>(query + head.v), head.w_key_hat);
     // u . (X_k W_key): a bias per key.
     const Vector<T> key_bias = xt::sum(key * head.u, {1});
+    const T* w_out_h = layer.w_out.data() + h * d_h * d_out;
 
-    for (std::size_t q0 = 0; q0 < n; q0 += block) {
-      const std::size_t q1 = std::min(n, q0 + block), rows_in_block = q1 - q0;
-      if (rows_in_block != scores.shape(0)) {
-        scores.resize({rows_in_block, n});
-        head_out.resize({rows_in_block, d_h});
-      }
-      gemm(rows(query, q0, q1), key, scores, /*transpose_b=*/true);  // (X_q W_qry)(X_k W_key)^T
+    parallel_for(blocks, [&](std::size_t b, std::size_t t) {
+      const std::size_t q0 = b * block, q1 = std::min(n, q0 + block), rows = q1 - q0;
+      T* s = scores[t].data();
+      if (content)
+        gemm(rows, n, d_k, query.data() + q0 * d_k, d_k, key.data(), d_k, T(0), s, n, /*transpose_b=*/true);
+      std::size_t key_begin = n, key_end = 0;  // keys with a non-zero weight in this block
       for (std::size_t q = q0; q < q1; ++q) {
-        T* row = &scores(q - q0, 0);
-        const T* a = &query_pos(q, 0);
+        T* row = s + (q - q0) * n;
         const std::size_t qi = q / width, qj = q % width;
         for (std::size_t ki = 0; ki < height; ++ki) {
-          // offset delta = k - q, shifted to index r_table
-          const T* r_row = &r_table[((ki + height - 1 - qi) * span_w + (width - 1 - qj)) * d_p];
-          for (std::size_t kj = 0; kj < width; ++kj) {
-            const T* r = r_row + kj * d_p;
-            T positional = 0;
-            for (std::size_t p = 0; p < d_p; ++p) positional += a[p] * r[p];
-            row[ki * width + kj] += key_bias(ki * width + kj) + positional;
-          }
+          // offset delta = k - q, shifted to index the planes
+          const std::size_t offset = (ki + height - 1 - qi) * span_w + (width - 1 - qj);
+          add_positional_scores(&query_pos(q, 0), planes, offset, key_bias.data() + ki * width, width, content,
+                                row + ki * width);
         }
-        softmax_inplace(row, n);
+        const SoftmaxSupport support = softmax_inplace(row, n);
+        key_begin = std::min(key_begin, support.begin), key_end = std::max(key_end, support.end);
       }
-      gemm(scores, value, head_out);  // sum_k P_qk X_k W_val
-      xt::view(concat, xt::range(q0, q1), xt::range(h * d_h, (h + 1) * d_h)) = head_out;
-    }
+      // sum_k P_qk X_k W_val over the keys whose weight is not exactly 0
+      skipped[t] += 2.0 * double(rows) * double(d_h) * double(n - (key_end - key_begin));
+      T* o = head_out[t].data();
+      gemm(rows, d_h, key_end - key_begin, s + key_begin, n, value.data() + key_begin * d_h, d_h, T(0), o, d_h);
+      // y_q += SA_h(X)_q W_out^(h)
+      gemm(rows, d_out, d_h, o, d_h, w_out_h, d_out, T(1), y.data() + q0 * d_out, d_out);
+    });
   }
-  Matrix<T> y = product(concat, layer.w_out);
   y += xt::view(layer.b_out, xt::newaxis(), xt::all());
+  if (options.stats)
+    for (const double s : skipped) options.stats->flops_skipped += s;
   return y;
 }
 
-template void softmax_inplace(float*, std::size_t);
-template void softmax_inplace(double*, std::size_t);
+double dense_flops(std::size_t tokens, std::size_t d_in, std::size_t d_k, std::size_t d_p, std::size_t d_h,
+                   std::size_t d_out, std::size_t heads) {
+  const double n = double(tokens);
+  const double per_head = 2 * n * d_in * (2.0 * d_k + d_h)  // X W_qry, X W_key, X W_val
+                          + 2 * n * d_k * d_p               // (X W_qry + v) W^_key (the + v: n d_k more)
+                          + n * d_k + 2 * n * d_k           // + v; u . (X_k W_key)
+                          + 2 * n * n * d_k                 // (X_q W_qry)(X_k W_key)^T
+                          + n * n * (2.0 * d_p + 2)         // a . r_delta, + bias, + into the row
+                          + n * n * 5                       // softmax: max, - max, exp, sum, * inv
+                          + 2 * n * n * d_h                 // P V
+                          + 2 * n * d_h * d_out;            // SA_h W_out^(h), accumulated
+  return heads * per_head + n * d_out;                      // + b_out
+}
+
+template SoftmaxSupport softmax_inplace(float*, std::size_t);
+template SoftmaxSupport softmax_inplace(double*, std::size_t);
 template Matrix<float> mhsa_dense(const MhsaLayer<float>&, const Matrix<float>&, std::size_t, std::size_t,
                                   const DenseOptions&);
 template Matrix<double> mhsa_dense(const MhsaLayer<double>&, const Matrix<double>&, std::size_t, std::size_t,

@@ -1,0 +1,154 @@
+// attnconv_bench: how fast and how lean the Theorem 1 check is (issue 5).
+//
+//   cmake --build build --target attnconv_bench && ./build/attnconv_bench
+//
+// For each configuration (image side, heads = K^2, channels in = out, engine):
+//   case_s       wall time of the whole check (convolution reference, construction,
+//                MHSA, alignment, bound, comparison), as `attnconv run` does it
+//   mhsa_s       wall time of the MHSA forward alone
+//   GFLOPs       the MHSA's floating-point operations (dense_flops / separable_flops,
+//                nothing skipped counted as skipped) per second of mhsa_s
+//   dgemm_GFLOPs the machine's own dgemm rate, measured in the same run (2048^3,
+//                same threads as the engines); ratio = GFLOPs / dgemm_GFLOPs
+//   peak_MiB     peak RSS (getrusage ru_maxrss) of a child process that ran the
+//                case once; estimate_MiB the proof's memory_estimate
+// The dense engine skips weights that are exactly 0, so at alpha = 60 its rate
+// counts operations it did not have to do: see skipped_pct.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "construction/theorem1.hpp"
+#include "harness/proof.hpp"
+#include "harness/threads.hpp"
+#include "mhsa/blas.hpp"
+#include "mhsa/engine.hpp"
+#include "ops/padding.hpp"
+#include "tensor/random.hpp"
+
+namespace {
+
+using namespace attnconv;
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point start) {
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+double dgemm_rate = 0;  // GFLOP/s, measured once at start
+
+double measure_dgemm_rate() {
+  const std::size_t n = 2048;
+  const Matrix<double> a = Random(1).uniform_tensor<double, 2>({n, n}), b = Random(2).uniform_tensor<double, 2>({n, n});
+  Matrix<double> c({n, n});
+  double best = 1e30;
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    const auto start = clock_type::now();
+    product_rows_into(a, b, c, false);  // single-threaded BLAS on each engine thread, like the engines
+    best = std::min(best, seconds_since(start));
+  }
+  return 2.0 * n * n * n / best / 1e9;
+}
+
+Case theorem1_case(int side, int kernel, int channels, const std::string& engine) {
+  Case c;
+  c.name = "bench";
+  c.proof = "cordonnier2020.theorem1";
+  c.params = {{"image", {side, side}}, {"kernel", {kernel, kernel}}, {"in_channels", channels},
+              {"out_channels", channels}, {"heads", kernel * kernel}, {"head_dim", channels},
+              {"padding", "same"}, {"padding_mode", "zeros"}, {"stride", {1, 1}}, {"dilation", {1, 1}},
+              {"bias", true}, {"alpha", 60.0}, {"dtype", "float64"}, {"seed", 1}, {"engine", engine}};
+  return c;
+}
+
+// Peak RSS in MiB of a child process that runs the case once.
+double child_peak_mib(const Case& c) {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    find_proof(c.proof)->verify(c);
+    _exit(0);
+  }
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? double(usage.ru_maxrss) / 1024 : -1;
+}
+
+void bench_case(benchmark::State& state, int side, int kernel, int channels, std::string engine) {
+  const Case c = theorem1_case(side, kernel, channels, engine);
+  const ProofDef* proof = find_proof(c.proof);
+  // The MHSA alone, on the same layer and padded tokens as the check.
+  const std::size_t ch = std::size_t(channels), k = std::size_t(kernel);
+  const Random random(1);
+  const Kernel<double> w = random.stream(purpose_id("conv_weight")).uniform_tensor<double, 4>({ch, ch, k, k});
+  Theorem1Options options;
+  options.heads = kernel * kernel, options.head_dim = channels, options.alpha = 60;
+  const MhsaLayer<double> layer = theorem1_layer<double>(w, std::nullopt, options);
+  const int pad = (kernel - 1) / 2;
+  const Image<double> x = random.stream(purpose_id("input")).uniform_tensor<double, 3>({ch, std::size_t(side), std::size_t(side)});
+  const Image<double> xpad = attnconv::pad(x, Padding{pad, kernel - 1 - pad, pad, kernel - 1 - pad}, PaddingMode::zeros);
+  const Matrix<double> tokens = image_to_tokens(xpad);
+  const std::size_t hp = xpad.shape(1), wp = xpad.shape(2);
+
+  double case_s = 1e30, mhsa_s = 1e30, flops = 0, skipped = 0;
+  std::string ran;
+  for (auto _ : state) {
+    auto start = clock_type::now();
+    const Outcome outcome = proof->verify(c);
+    case_s = std::min(case_s, seconds_since(start));
+    benchmark::DoNotOptimize(outcome.metrics);
+    start = clock_type::now();
+    const EngineResult<double> result = run_mhsa(engine_from_string(engine), layer, tokens, hp, wp);
+    mhsa_s = std::min(mhsa_s, seconds_since(start));
+    flops = result.flops, skipped = result.flops_skipped, ran = to_string(result.ran);
+    state.SetIterationTime(case_s);
+  }
+  state.counters["case_s"] = case_s;
+  state.counters["mhsa_s"] = mhsa_s;
+  state.counters["GFLOPs"] = flops / mhsa_s / 1e9;
+  state.counters["dgemm_GFLOPs"] = dgemm_rate;
+  state.counters["ratio"] = flops / mhsa_s / 1e9 / dgemm_rate;
+  state.counters["skipped_pct"] = 100 * skipped / flops;
+  state.counters["peak_MiB"] = child_peak_mib(c);
+  state.counters["estimate_MiB"] = proof->memory_estimate(c) / (1 << 20);
+  state.SetLabel(ran);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  dgemm_rate = measure_dgemm_rate();
+  std::printf("dgemm (2048^3, %d engine threads x 1 BLAS thread): %.1f GFLOP/s\n", engine_threads(), dgemm_rate);
+  // The targets of issue 5 first, then the scaling table.
+  const struct {
+    int side, kernel, channels;
+    const char* engine;
+  } targets[] = {{64, 3, 32, "dense"}, {64, 3, 32, "auto"}, {128, 7, 64, "auto"}, {256, 7, 64, "auto"}};
+  for (const auto& t : targets)
+    benchmark::RegisterBenchmark(("target/" + std::to_string(t.side) + "/K" + std::to_string(t.kernel) + "/C" +
+                                  std::to_string(t.channels) + "/" + t.engine).c_str(),
+                                 bench_case, t.side, t.kernel, t.channels, std::string(t.engine))
+        ->Iterations(1)->Unit(benchmark::kMillisecond)->UseManualTime();
+  for (const char* engine : {"dense", "separable"})
+    for (const int channels : {16, 64})
+      for (const int kernel : {3, 5, 7})
+        for (const int side : {16, 32, 64, 128, 256}) {
+          // dense: 16^2..128^2, but 128^2 only with 9 heads: its (HW)^2 scores per head
+          // take minutes at 25 and 49 heads (see README).
+          if (std::string(engine) == "dense" && (side > 128 || (side == 128 && kernel > 3))) continue;
+          benchmark::RegisterBenchmark(("scaling/" + std::string(engine) + "/C" + std::to_string(channels) + "/H" +
+                                        std::to_string(kernel * kernel) + "/" + std::to_string(side))
+                                           .c_str(),
+                                       bench_case, side, kernel, channels, std::string(engine))
+              ->Iterations(1)->Unit(benchmark::kMillisecond)->UseManualTime();
+        }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

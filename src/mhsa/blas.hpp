@@ -1,0 +1,49 @@
+#pragma once
+// Row-major GEMM on raw pointers (CBLAS, OpenBLAS): C = A op(B) + beta C, with
+// leading dimensions, so that an engine can multiply a block of rows or a
+// range of columns in place without copies.
+// The CBLAS declarations xtensor-blas uses (the system <cblas.h> conflicts with them).
+#include <xflens/cxxblas/drivers/cblas.h>
+
+#include <algorithm>
+#include <cstddef>
+
+#include "harness/threads.hpp"
+#include "tensor/tensor.hpp"
+
+namespace attnconv {
+
+inline void gemm(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda, const double* b,
+                 std::size_t ldb, double beta, double* c, std::size_t ldc, bool transpose_b = false) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0, a,
+              int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+inline void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda, const float* b,
+                 std::size_t ldb, float beta, float* c, std::size_t ldc, bool transpose_b = false) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f, a,
+              int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+// Rows per chunk of the parallel products below: fixed, so that the numbers
+// do not depend on the thread count.
+constexpr std::size_t product_chunk_rows = 512;
+
+// C += A B (accumulate) or C = A B, split over fixed chunks of rows of A and C.
+template <class T> void product_rows_into(const Matrix<T>& a, const Matrix<T>& b, Matrix<T>& c, bool accumulate) {
+  const std::size_t m = a.shape(0), k = a.shape(1), n = b.shape(1);
+  const std::size_t chunks = (m + product_chunk_rows - 1) / product_chunk_rows;
+  parallel_for(chunks, [&](std::size_t chunk, std::size_t) {
+    const std::size_t r0 = chunk * product_chunk_rows, r1 = std::min(m, r0 + product_chunk_rows);
+    gemm(r1 - r0, n, k, a.data() + r0 * k, k, b.data(), n, accumulate ? T(1) : T(0), c.data() + r0 * n, n);
+  });
+}
+
+template <class T> Matrix<T> product_rows(const Matrix<T>& a, const Matrix<T>& b) {
+  Matrix<T> c({a.shape(0), b.shape(1)});
+  if (a.shape(1) == 0) c.fill(T(0));
+  else product_rows_into(a, b, c, false);
+  return c;
+}
+
+}  // namespace attnconv

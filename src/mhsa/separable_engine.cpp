@@ -1,0 +1,173 @@
+#include "mhsa/separable_engine.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "harness/threads.hpp"
+#include "mhsa/blas.hpp"
+#include "mhsa/dense_engine.hpp"
+
+#include <xtensor/xview.hpp>
+
+namespace attnconv {
+namespace {
+
+template <class T> bool all_zero(const xt::xtensor<T, 1>& m) {
+  return std::all_of(m.begin(), m.end(), [](T value) { return value == T(0); });
+}
+template <class T> bool all_zero(const xt::xtensor<T, 2>& m) {
+  return std::all_of(m.begin(), m.end(), [](T value) { return value == T(0); });
+}
+
+// a = W^_key^T v: the coefficients of r_delta in the score of a head without content terms.
+template <class T> Vector<T> positional_coefficients(const AttentionHead<T>& head) {
+  const std::size_t d_k = head.w_key_hat.shape(0), d_p = head.w_key_hat.shape(1);
+  Vector<T> a = xt::zeros<T>({d_p});
+  for (std::size_t k = 0; k < d_k; ++k)
+    for (std::size_t p = 0; p < d_p; ++p) a(p) += head.v(k) * head.w_key_hat(k, p);
+  return a;
+}
+
+// A 1D attention: the softmax over keys k of score(k - q), for n positions, and
+// each row's non-zero support.
+template <class T> struct Attention1d {
+  std::size_t n;
+  std::vector<T> p;  // n x n, row q = query
+  std::vector<SoftmaxSupport> support;
+};
+
+template <class T, class Score> Attention1d<T> attention_1d(std::size_t n, const Score& score) {
+  Attention1d<T> att{n, std::vector<T>(n * n), std::vector<SoftmaxSupport>(n)};
+  for (std::size_t q = 0; q < n; ++q) {
+    T* row = &att.p[q * n];
+    for (std::size_t k = 0; k < n; ++k) row[k] = score(int(k) - int(q));
+    att.support[q] = softmax_inplace(row, n);
+  }
+  return att;
+}
+
+// y[e] += w * x[e] for e < n (compiled for AVX2 too: same operations, same order).
+template <class T>
+__attribute__((target_clones("avx2", "default"))) void add_scaled(T w, const T* x, std::size_t n, T* y) {
+  for (std::size_t e = 0; e < n; ++e) y[e] += w * x[e];
+}
+
+// (P_rows (x) P_cols) Z for Z = (H*W) x C tokens, into `out`: first along image
+// rows (P_cols on each row of pixels, into `along_width`), then along columns
+// (P_rows on the rows of that). Both buffers are (H*W) x C, reused across heads.
+template <class T>
+void apply_separable(const Attention1d<T>& rows, const Attention1d<T>& cols, const T* z, std::size_t c,
+                     T* along_width, T* out) {
+  const std::size_t height = rows.n, width = cols.n, row_len = width * c;
+  parallel_for(height, [&](std::size_t ki, std::size_t) {
+    for (std::size_t qj = 0; qj < width; ++qj) {
+      T* o = along_width + (ki * width + qj) * c;
+      std::fill(o, o + c, T(0));
+      const T* p = &cols.p[qj * width];
+      for (std::size_t kj = cols.support[qj].begin; kj < cols.support[qj].end; ++kj) {
+        add_scaled(p[kj], z + (ki * width + kj) * c, c, o);
+      }
+    }
+  });
+  parallel_for(height, [&](std::size_t qi, std::size_t) {
+    T* o = out + qi * row_len;
+    std::fill(o, o + row_len, T(0));
+    const T* p = &rows.p[qi * height];
+    for (std::size_t ki = rows.support[qi].begin; ki < rows.support[qi].end; ++ki) {
+      add_scaled(p[ki], along_width + ki * row_len, row_len, o);
+    }
+  });
+}
+
+// C = A B on raw row-major buffers, over fixed chunks of rows (thread-count independent).
+template <class T>
+void product_into(std::size_t m, std::size_t k, std::size_t n, const T* a, const T* b, T beta, T* c) {
+  const std::size_t chunks = (m + product_chunk_rows - 1) / product_chunk_rows;
+  parallel_for(chunks, [&](std::size_t chunk, std::size_t) {
+    const std::size_t r0 = chunk * product_chunk_rows, r1 = std::min(m, r0 + product_chunk_rows);
+    gemm(r1 - r0, n, k, a + r0 * k, k, b, n, beta, c + r0 * n, n);
+  });
+}
+
+}  // namespace
+
+template <class T> std::string separable_refusal(const MhsaLayer<T>& layer) {
+  for (std::size_t h = 0; h < layer.heads.size(); ++h) {
+    const AttentionHead<T>& head = layer.heads[h];
+    const std::string which = "head " + std::to_string(h) + ": ";
+    if (!all_zero(head.w_qry)) return which + "W_qry is not zero (content term (X_q W_qry)(X_k W_key)^T)";
+    if (!all_zero(head.u) && !all_zero(head.w_key)) return which + "u and W_key are not zero (content term u.(X_k W_key))";
+    if (layer.encoding == Encoding::quadratic_general && positional_coefficients(head)(2) != T(0))
+      return which + "the quadratic_general encoding has a non-zero delta1*delta2 coefficient: the score does not split";
+  }
+  return "";
+}
+
+template <class T>
+Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height, std::size_t width) {
+  check_shapes(layer);
+  const std::string refusal = separable_refusal(layer);
+  if (!refusal.empty()) throw std::invalid_argument("the separable engine is not exact for this layer: " + refusal);
+  const std::size_t n = height * width;
+  if (x.shape(0) != n || x.shape(1) != layer.in_dim()) throw std::invalid_argument("mhsa_separable: input shape");
+  const std::size_t d_in = layer.in_dim(), d_h = layer.head_dim(), d_out = layer.out_dim();
+  const std::size_t d_p = std::size_t(encoding_dim(layer.encoding));
+
+  Matrix<T> y = xt::zeros<T>({n, d_out});
+  std::vector<T> r(d_p);
+  // Work buffers, reused by every head (fresh pages per head cost more than the arithmetic).
+  const std::size_t c_max = std::max(d_in, d_h);
+  std::vector<T> value(n * d_h), along_width(n * c_max), attended(n * c_max);
+  for (std::size_t h = 0; h < layer.heads.size(); ++h) {
+    const AttentionHead<T>& head = layer.heads[h];
+    if (all_zero(head.w_val)) continue;  // SA_h(X) = 0 exactly: adds nothing
+    const Vector<T> a = positional_coefficients(head);
+    // a . r_delta = f(delta1) + g(delta2), f(d) = a . r_(d, 0), g(d) = a . r_(0, d) (r_(0,0) = 0).
+    const auto score = [&](int delta1, int delta2) {
+      relative_encoding(layer.encoding, delta1, delta2, r.data());
+      T s = 0;
+      for (std::size_t p = 0; p < d_p; ++p) s += a(p) * r[p];
+      return s;
+    };
+    const Attention1d<T> p_rows = attention_1d<T>(height, [&](int d) { return score(d, 0); });
+    const Attention1d<T> p_cols = attention_1d<T>(width, [&](int d) { return score(0, d); });
+    const Matrix<T> w_out_h = xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all());
+
+    // SA_h(X) W_out^(h) = P (X W_val) W_out^(h) = (P X)(W_val W_out^(h)): attend on the
+    // narrower side (D_in channels, or D_h), whichever costs fewer operations.
+    std::size_t work = 0;
+    for (const auto& s : p_rows.support) work += (s.end - s.begin) * width;
+    for (const auto& s : p_cols.support) work += (s.end - s.begin) * height;
+    const double cost_input_side = double(work) * d_in + double(n) * d_in * d_out + double(d_in) * d_h * d_out;
+    const double cost_value_side = double(n) * d_in * d_h + double(work) * d_h + double(n) * d_h * d_out;
+    if (cost_input_side < cost_value_side) {
+      const Matrix<T> w_val_out = product_rows(head.w_val, w_out_h);
+      apply_separable(p_rows, p_cols, x.data(), d_in, along_width.data(), attended.data());
+      product_into(n, d_in, d_out, attended.data(), w_val_out.data(), T(1), y.data());
+    } else {
+      product_into(n, d_in, d_h, x.data(), head.w_val.data(), T(0), value.data());
+      apply_separable(p_rows, p_cols, value.data(), d_h, along_width.data(), attended.data());
+      product_into(n, d_h, d_out, attended.data(), w_out_h.data(), T(1), y.data());
+    }
+  }
+  y += xt::view(layer.b_out, xt::newaxis(), xt::all());
+  return y;
+}
+
+double separable_flops(std::size_t height, std::size_t width, std::size_t d_in, std::size_t d_p, std::size_t d_h,
+                       std::size_t d_out, std::size_t heads) {
+  const double hh = double(height), ww = double(width), n = hh * ww;
+  const double softmax_1d = (hh * hh + ww * ww) * (2.0 * d_p + 5);       // scores a . r, then as dense_flops
+  const double per_head = 2.0 * n * d_in * d_h                             // X W_val
+                          + softmax_1d + 2.0 * n * (hh + ww) * d_h         // P_cols, then P_rows, on D_h channels
+                          + 2.0 * n * d_h * d_out;                         // SA_h W_out^(h), accumulated
+  return heads * per_head + n * d_out;
+}
+
+template std::string separable_refusal(const MhsaLayer<float>&);
+template std::string separable_refusal(const MhsaLayer<double>&);
+template Matrix<float> mhsa_separable(const MhsaLayer<float>&, const Matrix<float>&, std::size_t, std::size_t);
+template Matrix<double> mhsa_separable(const MhsaLayer<double>&, const Matrix<double>&, std::size_t, std::size_t);
+
+}  // namespace attnconv
