@@ -5,6 +5,7 @@
 #include <string>
 
 #include "construction/theorem1_check.hpp"
+#include "harness/conv_geometry.hpp"
 #include "harness/errors.hpp"
 #include "harness/npy.hpp"
 #include "harness/proof.hpp"
@@ -22,10 +23,6 @@ xt::xtensor<T, N> case_tensor(const Case& c, const char* key, const std::array<s
   return random.stream(purpose_id(key)).uniform_tensor<T, N>(shape);
 }
 
-// Padding modes fit the image (reflect < side, circular <= side) and the
-// receptive field fits the padded image; throws ParamError naming `padding` or `kernel_key`.
-void check_geometry(const ConvGeometry& g, std::array<int, 2> image, std::array<int, 2> kernel,
-                    const std::string& kernel_key);
 
 // The tensors a case may load (input, conv_weight, conv_bias) and, with
 // "expect": "hold", Theorem 1's hypotheses: heads >= kernel positions,

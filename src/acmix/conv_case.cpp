@@ -1,5 +1,6 @@
 #include "acmix/conv_case.hpp"
 
+#include "harness/conv_geometry.hpp"
 #include "harness/errors.hpp"
 #include "harness/npy.hpp"
 #include "tensor/random.hpp"
@@ -37,23 +38,7 @@ void validate_conv_case(const Case& c) {
   const ConvGeometry g = conv_case_geometry(c);
   if (c.params["padding"] == "same" && g.stride != std::array<int, 2>{1, 1})
     throw ParamError("padding", "\"same\" padding needs stride 1 (as in PyTorch)");
-  const std::array<int, 4> pads{g.padding.top, g.padding.bottom, g.padding.left, g.padding.right};
-  for (int side = 0; side < 4; ++side) {
-    const int extent = image[side / 2];
-    if (g.padding_mode == PaddingMode::reflect && pads[side] >= extent)
-      throw ParamError("padding", "reflect padding must be smaller than the image side (" + std::to_string(pads[side]) +
-                                      " >= " + std::to_string(extent) + ")");
-    if (g.padding_mode == PaddingMode::circular && pads[side] > extent)
-      throw ParamError("padding", "circular padding must not exceed the image side (" + std::to_string(pads[side]) +
-                                      " > " + std::to_string(extent) + ")");
-  }
-  for (int axis = 0; axis < 2; ++axis) {
-    const int before = axis ? g.padding.left : g.padding.top, after = axis ? g.padding.right : g.padding.bottom;
-    if (conv_output_size(image[axis], before, after, kernel[axis], g.stride[axis], g.dilation[axis]) < 1)
-      throw ParamError("kernel", "the receptive field " + std::to_string(g.dilation[axis] * (kernel[axis] - 1) + 1) +
-                                     " exceeds the padded image (" + std::to_string(image[axis] + before + after) +
-                                     ") along axis " + std::to_string(axis));
-  }
+  check_geometry(g, image, kernel, "kernel");
   check_tensor_names(c, {"input", "conv_weight", "conv_bias"});
   if (c.weights.contains("conv_bias") && !c.params.at("bias").get<bool>())
     throw ParamError("bias", "weights.conv_bias is given but \"bias\" is false");
