@@ -8,6 +8,7 @@
 
 #include "harness/threads.hpp"
 #include "mhsa/blas.hpp"
+#include "tensor/vectorise.hpp"
 
 #include <xtensor/xview.hpp>
 
@@ -64,9 +65,8 @@ template <class T> std::vector<std::vector<T>> encoding_planes(Encoding encoding
 // One image row of keys: out[kj] = (content ? out[kj] : 0) + key_bias[kj] + a . r_(k - q),
 // with r read from the planes at `offset` (Eq. 8, the last three terms).
 template <class T, std::size_t D_P>
-__attribute__((target_clones("avx2", "default"))) void positional_row(const T* a, const T* const* planes,
-                                                                      std::size_t offset, const T* key_bias,
-                                                                      std::size_t width, bool content, T* out) {
+ATTNCONV_AVX2_CLONES void positional_row(const T* a, const T* const* planes, std::size_t offset,
+                                         const T* key_bias, std::size_t width, bool content, T* out) {
   const auto positional = [&](std::size_t kj) {
     T sum = 0;
     for (std::size_t p = 0; p < D_P; ++p) sum += a[p] * planes[p][offset + kj];

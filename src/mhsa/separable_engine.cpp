@@ -7,6 +7,7 @@
 #include "harness/threads.hpp"
 #include "mhsa/blas.hpp"
 #include "mhsa/dense_engine.hpp"
+#include "tensor/vectorise.hpp"
 
 #include <xtensor/xview.hpp>
 
@@ -47,9 +48,9 @@ template <class T, class Score> Attention1d<T> attention_1d(std::size_t n, const
   return att;
 }
 
-// y[e] += w * x[e] for e < n (compiled for AVX2 too: same operations, same order).
+// y[e] += w * x[e] for e < n (tensor/vectorise.hpp: an AVX2 clone with the same numbers).
 template <class T>
-__attribute__((target_clones("avx2", "default"))) void add_scaled(T w, const T* x, std::size_t n, T* y) {
+ATTNCONV_AVX2_CLONES void add_scaled(T w, const T* x, std::size_t n, T* y) {
   for (std::size_t e = 0; e < n; ++e) y[e] += w * x[e];
 }
 
