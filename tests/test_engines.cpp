@@ -235,7 +235,7 @@ TEST_CASE("the separable engine refuses layers it is not exact for; auto falls b
 
 TEST_CASE("the cache-ordered convolution reference equals the textbook loop bit for bit", "[engines]") {
   Random random(41);
-  const Image<double> x = random.uniform_tensor<double, 3>({3, 9, 10});
+  const Image<double> x = random.uniform_tensor<double, 3>({3, 23, 10});  // several blocks of output rows
   const Kernel<double> w = random.uniform_tensor<double, 4>({4, 3, 3, 2});
   const Vector<double> b = random.uniform_tensor<double, 1>({4});
   ConvGeometry g;

@@ -1,8 +1,10 @@
 #include "ops/conv2d_reference.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "harness/threads.hpp"
+#include "tensor/vectorise.hpp"
 
 namespace attnconv {
 
@@ -13,11 +15,10 @@ int conv_output_size(int input, int pad_before, int pad_after, int kernel, int s
 
 namespace {
 
-// y[j] += w * x[j * stride] for j < n: one kernel tap along an output row.
-// (Compiled for AVX2 too where the CPU has it: the same operations in the same
-// order, no contraction into FMA, so the same numbers.)
+// y[j] += w * x[j * stride] for j < n: one kernel tap along an output row
+// (tensor/vectorise.hpp: an AVX2 clone with the same numbers).
 template <class T>
-__attribute__((target_clones("avx2", "default"))) void add_scaled_row(T w, const T* x, int stride, int n, T* y) {
+ATTNCONV_AVX2_CLONES void add_scaled_row(T w, const T* x, int stride, int n, T* y) {
   if (stride == 1)  // the same loop; unit stride lets the compiler vectorise it
     for (int j = 0; j < n; ++j) y[j] += w * x[j];
   else
@@ -39,23 +40,26 @@ Image<T> conv2d_reference(const Image<T>& x, const Kernel<T>& weight, const std:
   const int w_out = conv_output_size(int(x.shape(2)), g.padding.left, g.padding.right, k2, s2, d2);
   if (h_out <= 0 || w_out <= 0) throw std::invalid_argument("conv2d_reference: kernel larger than padded input");
 
-  // Loops ordered for the cache (the innermost runs along an output row) and
-  // spread over output channels; each output still sums bias, then c, p, q in
-  // that order, exactly as y[o,i,j] = b[o] + sum_{c,p,q} W[o,c,p,q] xpad[c, i s1 + p d1, j s2 + q d2].
+  // Loops ordered for the cache: blocks of output rows, spread over threads;
+  // within a block the innermost loop runs along an output row, so the block of
+  // y stays in L1 and its rows of xpad in L2 while every tap is applied. Each
+  // output still sums bias, then c, p, q in that order, exactly as
+  // y[o,i,j] = b[o] + sum_{c,p,q} W[o,c,p,q] xpad[c, i s1 + p d1, j s2 + q d2].
+  constexpr int block_rows = 4;
   Image<T> y({std::size_t(c_out), std::size_t(h_out), std::size_t(w_out)});
-  parallel_for(std::size_t(c_out), [&](std::size_t o, std::size_t) {
-    for (int i = 0; i < h_out; ++i)
-      for (int j = 0; j < w_out; ++j) y(o, i, j) = bias ? (*bias)(o) : T(0);
-    for (int c = 0; c < c_in; ++c)
-      for (int p = 0; p < k1; ++p)
-        for (int q = 0; q < k2; ++q) {
-          const T w = weight(o, c, p, q);
-          for (int i = 0; i < h_out; ++i) {
-            T* y_row = &y(o, i, 0);
-            const T* x_row = &xpad(c, i * s1 + p * d1, q * d2);
-            add_scaled_row(w, x_row, s2, w_out, y_row);
+  parallel_for(std::size_t((h_out + block_rows - 1) / block_rows), [&](std::size_t block, std::size_t) {
+    const int i0 = int(block) * block_rows, i1 = std::min(h_out, i0 + block_rows);
+    for (int o = 0; o < c_out; ++o) {
+      for (int i = i0; i < i1; ++i)
+        for (int j = 0; j < w_out; ++j) y(o, i, j) = bias ? (*bias)(o) : T(0);
+      for (int c = 0; c < c_in; ++c)
+        for (int p = 0; p < k1; ++p)
+          for (int q = 0; q < k2; ++q) {
+            const T w = weight(o, c, p, q);
+            for (int i = i0; i < i1; ++i)
+              add_scaled_row(w, &xpad(c, i * s1 + p * d1, q * d2), s2, w_out, &y(o, i, 0));
           }
-        }
+    }
   });
   return y;
 }
