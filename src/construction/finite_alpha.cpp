@@ -85,10 +85,10 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
     const auto& head = layer.heads[h];
     const xt::xtensor<double, 2> w_val = xt::cast<double>(head.w_val);
     const xt::xtensor<double, 2> w_out = xt::cast<double>(xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all()));
-    // (The (H*W) x D_out products in parallel row chunks: mhsa/blas.hpp.)
+    // (The (H*W) x D_out products in parallel row chunks, never held whole: mhsa/blas.hpp.)
     const xt::xtensor<double, 2> m = xt::linalg::dot(w_val, w_out), m_abs = xt::linalg::dot(xt::abs(w_val), xt::abs(w_out));
-    const double value_scale = double(xt::amax(xt::abs(product_rows(xd, m)))());
-    const double abs_value_scale = double(xt::amax(product_rows(x_abs, m_abs))());
+    const double value_scale = max_abs_of_product(xd, m);
+    const double abs_value_scale = max_abs_of_product(x_abs, m_abs);
     b.head_scale += value_scale;
     b.abs_scale += abs_value_scale;
     if (h < targets.size() && targets[h] && abs_value_scale > 0) {

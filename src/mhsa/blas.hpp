@@ -6,7 +6,9 @@
 #include <xflens/cxxblas/drivers/cblas.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <vector>
 
 #include "harness/threads.hpp"
 #include "tensor/tensor.hpp"
@@ -44,6 +46,26 @@ template <class T> Matrix<T> product_rows(const Matrix<T>& a, const Matrix<T>& b
   if (a.shape(1) == 0) c.fill(T(0));
   else product_rows_into(a, b, c, false);
   return c;
+}
+
+// max_{i,j} |(A B)_ij|, without holding A B: each fixed chunk of rows is
+// multiplied into its thread's scratch and reduced there (max is exact, so the
+// result does not depend on the chunking or the thread count).
+template <class T> T max_abs_of_product(const Matrix<T>& a, const Matrix<T>& b) {
+  const std::size_t m = a.shape(0), k = a.shape(1), n = b.shape(1);
+  if (m == 0 || n == 0 || k == 0) return T(0);  // A B = 0 (or empty)
+  const std::size_t chunks = (m + product_chunk_rows - 1) / product_chunk_rows;
+  std::vector<std::vector<T>> scratch(parallel_threads(chunks), std::vector<T>(product_chunk_rows * n));
+  std::vector<T> chunk_max(chunks, T(0));
+  parallel_for(chunks, [&](std::size_t chunk, std::size_t thread) {
+    const std::size_t r0 = chunk * product_chunk_rows, r1 = std::min(m, r0 + product_chunk_rows);
+    T* c = scratch[thread].data();
+    gemm(r1 - r0, n, k, a.data() + r0 * k, k, b.data(), n, T(0), c, n);
+    T largest = 0;
+    for (std::size_t e = 0; e < (r1 - r0) * n; ++e) largest = std::max(largest, std::abs(c[e]));
+    chunk_max[chunk] = largest;
+  });
+  return *std::max_element(chunk_max.begin(), chunk_max.end());
 }
 
 }  // namespace attnconv
