@@ -144,10 +144,10 @@ TEST_CASE("conv2d_reference: dilation 2", "[conv_reference]") {
 }
 
 TEST_CASE("conv2d_reference: non-square kernels", "[conv_reference]") {
-  Kernel<double> row({1, 1, 1, 3});  // [1, 0, -1]: y[i, 0] = x[i, 0] - x[i, 2] = -2
+  Kernel<double> row = xt::zeros<double>({1, 1, 1, 3});  // [1, 0, -1]: y[i, 0] = x[i, 0] - x[i, 2] = -2
   row(0, 0, 0, 0) = 1, row(0, 0, 0, 2) = -1;
   require_exact(conv2d_reference(x3(), row, no_bias, geometry({})), one_channel({{-2}, {-2}, {-2}}));
-  Kernel<double> column({1, 1, 3, 1});  // y[0, j] = x[0, j] - x[2, j] = -6
+  Kernel<double> column = xt::zeros<double>({1, 1, 3, 1});  // [1; 0; -1]: y[0, j] = x[0, j] - x[2, j] = -6
   column(0, 0, 0, 0) = 1, column(0, 0, 2, 0) = -1;
   require_exact(conv2d_reference(x3(), column, no_bias, geometry({})), one_channel({{-6, -6, -6}}));
 }

@@ -34,8 +34,7 @@ Image<T> conv2d_reference(const Image<T>& x, const Kernel<T>& weight, const std:
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   const int c_out = int(weight.shape(0)), c_in = int(weight.shape(1));
   const int k1 = int(weight.shape(2)), k2 = int(weight.shape(3));
-  const auto [s1, s2] = g.stride;
-  const auto [d1, d2] = g.dilation;
+  const int s1 = g.stride[0], s2 = g.stride[1], d1 = g.dilation[0], d2 = g.dilation[1];
   const int h_out = conv_output_size(int(x.shape(1)), g.padding.top, g.padding.bottom, k1, s1, d1);
   const int w_out = conv_output_size(int(x.shape(2)), g.padding.left, g.padding.right, k2, s2, d2);
   if (h_out <= 0 || w_out <= 0) throw std::invalid_argument("conv2d_reference: kernel larger than padded input");
