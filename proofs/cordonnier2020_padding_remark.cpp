@@ -139,34 +139,24 @@ template <class T> Outcome verify_typed(const Case& c) {
   out.message = "max_abs and rel_l2 compare the unpadded MHSA with the zero-padded \"same\" convolution over the "
                 "whole image, border band included; band_error = sum over sides of |measured - expected width| "
                 "plus exceptions";
-  out.tensors = {{"input", xt::xarray<T>(x)},
-                 {"expected", xt::xarray<T>(expected)},
-                 {"actual", xt::xarray<T>(unpadded)},
-                 {"actual_padded", xt::xarray<T>(fixed.actual)},
-                 {"conv_weight", xt::xarray<T>(w)},
-                 {"conv_bias", xt::xarray<T>(b ? *b : Vector<T>(xt::zeros<T>({c_out})))}};
+  out.tensors = conv_tensors<T>(x, expected, unpadded, w, b);
+  out.tensors.push_back({"actual_padded", xt::xarray<T>(fixed.actual)});
   return out;
 }
 
 const bool registered = register_proof({
     "cordonnier2020.padding_remark",
-    "Cordonnier, Loukas & Jaggi, On the Relationship between Self-Attention and Convolutional Layers, ICLR 2020, "
-    "remark on padding after Theorem 1",
+    cordonnier2020("remark on padding after Theorem 1"),
     "Without padding, the MHSA layer of Theorem 1's construction keeps the image size and equals the zero-padded "
     "\"same\" convolution in the interior; it differs in a border band of width floor(K/2) (the kernel's reach on "
     "each side); padding the image before attending removes the difference.",
-    {
+    theorem1_params({
         {"image", ParamKind::int_pair, nullptr, "image size [H, W]", 1},
         {"kernel", ParamKind::int_pair, nullptr, "kernel size [K1, K2]; heads = K1*K2, head_dim = out_channels", 1},
         {"in_channels", ParamKind::integer, nullptr, "D_in", 1},
         {"out_channels", ParamKind::integer, nullptr, "D_out", 1},
         {"dilation", ParamKind::int_pair, 1, "", 1},
-        {"bias", ParamKind::boolean, true, "whether the convolution has a bias"},
-        {"alpha", ParamKind::number, 60.0, "attention sharpness (> 0)", 0.0, true},
-        {"dtype", ParamKind::string, "float64", "", std::nullopt, false, {"float32", "float64"}},
-        {"seed", ParamKind::integer, 0, "seed of the inputs and weights", 0},
-        {"engine", ParamKind::string, "dense", "MHSA engine", std::nullopt, false, {"dense"}},
-    },
+    }, {"engine", ParamKind::string, "dense", "MHSA engine", std::nullopt, false, {"dense"}}),
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,

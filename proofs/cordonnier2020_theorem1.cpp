@@ -107,23 +107,18 @@ template <class T> Outcome verify_typed(const Case& c) {
   out.metrics["memory_estimate_bytes"] = memory_estimate(c);
   out.metrics["padding_resolved"] = {g.padding.top, g.padding.bottom, g.padding.left, g.padding.right};
   out.metrics["output_shape"] = {check.expected.shape(0), check.expected.shape(1), check.expected.shape(2)};
-  out.tensors = {{"input", xt::xarray<T>(x)},
-                 {"expected", xt::xarray<T>(check.expected)},
-                 {"actual", xt::xarray<T>(check.actual)},
-                 {"conv_weight", xt::xarray<T>(w)},
-                 {"conv_bias", xt::xarray<T>(b ? *b : Vector<T>(xt::zeros<T>({c_out})))}};
+  out.tensors = conv_tensors<T>(x, check.expected, check.actual, w, b);
   return out;
 }
 
 const bool registered = register_proof({
     "cordonnier2020.theorem1",
-    "Cordonnier, Loukas & Jaggi, On the Relationship between Self-Attention and Convolutional Layers, ICLR 2020, "
-    "Theorem 1",
+    cordonnier2020("Theorem 1"),
     "A multi-head self-attention layer with N_h heads of dimension D_h, output dimension D_out and a relative "
     "positional encoding of dimension D_p >= 3 can express any convolutional layer of kernel size "
     "sqrt(N_h) x sqrt(N_h) and min(D_h, D_out) output channels (with padding, stride and dilation by the paper's "
     "remarks).",
-    {
+    theorem1_params({
         {"image", ParamKind::int_pair, nullptr, "image size [H, W]", 1},
         {"kernel", ParamKind::int_pair, nullptr, "kernel size [K1, K2]", 1, false, {}, 4096},
         {"in_channels", ParamKind::integer, nullptr, "D_in", 1},
@@ -134,18 +129,13 @@ const bool registered = register_proof({
         {"padding_mode", ParamKind::string, "zeros", "", std::nullopt, false, {"zeros", "reflect", "replicate", "circular"}},
         {"stride", ParamKind::int_pair, 1, "", 1},
         {"dilation", ParamKind::int_pair, 1, "", 1, false, {}, 4096},
-        {"bias", ParamKind::boolean, true, "whether the convolution has a bias"},
-        {"alpha", ParamKind::number, 60.0, "attention sharpness (> 0)", 0.0, true},
         {"encoding", ParamKind::string, "quadratic",
          "\"quadratic\": r = (|delta|^2, delta1, delta2), D_p = 3 (the theorem); \"quadratic_general\": "
          "r = (delta1^2, delta2^2, delta1 delta2, delta1, delta2), D_p = 5, precision alpha*A per head with a seeded "
          "random SPD A of unit smallest eigenvalue",
          std::nullopt, false, {"quadratic", "quadratic_general"}},
-        {"dtype", ParamKind::string, "float64", "", std::nullopt, false, {"float32", "float64"}},
-        {"seed", ParamKind::integer, 0, "seed of the inputs and weights", 0},
-        {"engine", ParamKind::string, "auto", "MHSA engine: dense, separable (exact only without content terms), "
-                   "auto (separable where exact)", std::nullopt, false, {"dense", "separable", "auto"}},
-    },
+    }, {"engine", ParamKind::string, "auto", "MHSA engine: dense, separable (exact only without content terms), "
+                   "auto (separable where exact)", std::nullopt, false, {"dense", "separable", "auto"}}),
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     memory_estimate,

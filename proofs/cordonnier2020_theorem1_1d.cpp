@@ -62,22 +62,17 @@ template <class T> Outcome verify_typed(const Case& c) {
   Outcome out = construction_outcome(c, check, w2, options, c.params.at("engine"));
   out.metrics["padding_resolved"] = {g.pad_left, g.pad_right};
   out.metrics["output_shape"] = {check.expected.shape(0), check.expected.shape(2)};
-  out.tensors = {{"input", xt::xarray<T>(x)},
-                 {"expected", xt::xarray<T>(as_sequence(check.expected))},
-                 {"actual", xt::xarray<T>(as_sequence(check.actual))},
-                 {"conv_weight", xt::xarray<T>(w)},
-                 {"conv_bias", xt::xarray<T>(b ? *b : Vector<T>(xt::zeros<T>({c_out})))}};
+  out.tensors = conv_tensors<T>(x, as_sequence(check.expected), as_sequence(check.actual), w, b);
   return out;
 }
 
 const bool registered = register_proof({
     "cordonnier2020.theorem1_1d",
-    "Cordonnier, Loukas & Jaggi, On the Relationship between Self-Attention and Convolutional Layers, ICLR 2020, "
-    "Theorem 1, remark on 1D",
+    cordonnier2020("Theorem 1, remark on 1D"),
     "With N_h >= K heads and the relative encoding r_delta = (delta^2, delta) (D_p = 2), a multi-head "
     "self-attention layer on a sequence can express any 1D convolution of kernel size K (with padding, stride and "
     "dilation as in 2D).",
-    {
+    theorem1_params({
         {"length", ParamKind::integer, nullptr, "sequence length L", 1},
         {"kernel", ParamKind::integer, nullptr, "kernel size K", 1},
         {"in_channels", ParamKind::integer, nullptr, "D_in", 1},
@@ -88,12 +83,7 @@ const bool registered = register_proof({
         {"padding_mode", ParamKind::string, "zeros", "", std::nullopt, false, {"zeros", "reflect", "replicate", "circular"}},
         {"stride", ParamKind::integer, 1, "", 1},
         {"dilation", ParamKind::integer, 1, "", 1},
-        {"bias", ParamKind::boolean, true, "whether the convolution has a bias"},
-        {"alpha", ParamKind::number, 60.0, "attention sharpness (> 0)", 0.0, true},
-        {"dtype", ParamKind::string, "float64", "", std::nullopt, false, {"float32", "float64"}},
-        {"seed", ParamKind::integer, 0, "seed of the inputs and weights", 0},
-        {"engine", ParamKind::string, "dense", "MHSA engine", std::nullopt, false, {"dense"}},
-    },
+    }, {"engine", ParamKind::string, "dense", "MHSA engine", std::nullopt, false, {"dense"}}),
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <utility>
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 
@@ -20,6 +21,17 @@ void check_hypotheses(const Case& c, int kernel_positions) {
     throw ParamError("head_dim", "Theorem 1 needs head_dim >= out_channels = " +
                                      std::to_string(get_int(c.params, "out_channels")) +
                                      "; set \"expect\": \"fail\" to check the rank-limited case");
+}
+
+std::vector<ParamSpec> theorem1_params(std::vector<ParamSpec> own, ParamSpec engine) {
+  own.insert(own.end(), {
+      {"bias", ParamKind::boolean, true, "whether the convolution has a bias"},
+      {"alpha", ParamKind::number, 60.0, "attention sharpness (> 0)", 0.0, true},
+      {"dtype", ParamKind::string, "float64", "", std::nullopt, false, {"float32", "float64"}},
+      {"seed", ParamKind::integer, 0, "seed of the inputs and weights", 0},
+      std::move(engine),
+  });
+  return own;
 }
 
 template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kernel<T>& w_conv, int heads) {

@@ -2,7 +2,9 @@
 // What the Theorem 1 proofs (2D, 1D, padding remark) share: drawing or loading
 // the case's tensors, the geometry checks, and the metrics of a construction
 // run (error, finite-alpha bound, alpha_min, the converse's distances).
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "construction/theorem1_check.hpp"
 #include "harness/conv_geometry.hpp"
@@ -12,6 +14,29 @@
 #include "tensor/random.hpp"
 
 namespace attnconv {
+
+// The paper, as each Theorem 1 proof cites it, followed by the part it checks.
+inline std::string cordonnier2020(const std::string& part) {
+  return "Cordonnier, Loukas & Jaggi, On the Relationship between Self-Attention and Convolutional Layers, ICLR "
+         "2020, " + part;
+}
+
+// A Theorem 1 proof's parameters: its own, then those every one of them ends
+// with (bias, alpha, dtype, seed), then its `engine`.
+std::vector<ParamSpec> theorem1_params(std::vector<ParamSpec> own, ParamSpec engine);
+
+// The tensors a Theorem 1 proof dumps (--dump-tensors): input, expected, actual,
+// conv_weight, conv_bias (zeros when the convolution has no bias).
+template <class T, class X, class Y, class W>
+std::vector<NamedTensor> conv_tensors(const X& x, const Y& expected, const Y& actual, const W& w,
+                                      const std::optional<Vector<T>>& b) {
+  const std::size_t c_out = w.shape(0);
+  return {{"input", xt::xarray<T>(x)},
+          {"expected", xt::xarray<T>(expected)},
+          {"actual", xt::xarray<T>(actual)},
+          {"conv_weight", xt::xarray<T>(w)},
+          {"conv_bias", xt::xarray<T>(b ? *b : Vector<T>(xt::zeros<T>({c_out})))}};
+}
 
 // The tensor `key` of the case: loaded from its "weights" entry with exactly
 // `shape`, or drawn uniform in [-1, 1) from the case's seed (one stream per key).
