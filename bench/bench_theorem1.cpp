@@ -23,6 +23,7 @@
 #include <cstdio>
 
 #include "construction/theorem1.hpp"
+#include "harness/case_loader.hpp"
 #include "harness/proof.hpp"
 #include "harness/threads.hpp"
 #include "mhsa/blas.hpp"
@@ -54,15 +55,14 @@ double measure_dgemm_rate() {
   return 2.0 * n * n * n / best / 1e9;
 }
 
+// Through the case loader, as `attnconv run` reads a case file: the proof's
+// defaults fill every parameter not given here.
 Case theorem1_case(int side, int kernel, int channels, const std::string& engine) {
-  Case c;
-  c.name = "bench";
-  c.proof = "cordonnier2020.theorem1";
-  c.params = {{"image", {side, side}}, {"kernel", {kernel, kernel}}, {"in_channels", channels},
-              {"out_channels", channels}, {"heads", kernel * kernel}, {"head_dim", channels},
-              {"padding", "same"}, {"padding_mode", "zeros"}, {"stride", {1, 1}}, {"dilation", {1, 1}},
-              {"bias", true}, {"alpha", 60.0}, {"dtype", "float64"}, {"seed", 1}, {"engine", engine}};
-  return c;
+  const json params = {{"image", {side, side}}, {"kernel", {kernel, kernel}}, {"in_channels", channels},
+                       {"out_channels", channels}, {"heads", kernel * kernel}, {"head_dim", channels},
+                       {"padding", "same"}, {"alpha", 60.0}, {"dtype", "float64"}, {"seed", 1}, {"engine", engine}};
+  const json file = {{"cases", {{{"name", "bench"}, {"proof", "cordonnier2020.theorem1"}, {"params", params}}}}};
+  return load_case_text(file.dump(), "attnconv_bench").at(0);
 }
 
 // Peak RSS in MiB of a child process that runs the case once.
