@@ -1,5 +1,6 @@
 // The executor (cases in child processes): report order, --jobs, --timeout,
-// crash isolation, the memory budget, the journal, SIGTERM and --resume.
+// crash isolation, the memory budget, the journal, SIGTERM, SIGINT to the
+// attnconv program (exit 130) and --resume.
 // Test-only proofs sleep, crash or throw on demand.
 #include <signal.h>
 #include <unistd.h>
@@ -212,4 +213,50 @@ TEST_CASE("SIGTERM ends the run with a valid report of the finished cases; --res
   }
   run_log.clear();
   sleep_scale = 1;
+}
+
+TEST_CASE("SIGINT to the attnconv program: exit 130, a valid interrupted report, and --resume finishes", "[executor]") {
+  const ScratchDir dir("executor_sigint");
+  const fs::path file = dir.path / "cases.json", out = dir.path / "out", journal = out / "report.journal.jsonl";
+  // Eight dense-engine cases of a few tenths of a second each.
+  write_text(file, R"({"cases": [{"name": "d", "proof": "cordonnier2020.theorem1",
+    "params": {"image": [48, 48], "kernel": 3, "in_channels": 16, "out_channels": 16, "heads": 9,
+               "head_dim": 16, "padding": 1, "engine": "dense"},
+    "sweep": {"seed": [1, 2, 3, 4, 5, 6, 7, 8]}}]})");
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen("/dev/null", "w", stderr);
+    ::execl(ATTNCONV_BINARY, ATTNCONV_BINARY, "run", file.c_str(), "--out", out.c_str(), "--jobs", "1",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Interrupt once the journal holds its header and one finished case.
+  const auto start = std::chrono::steady_clock::now();
+  while (seconds_since(start) < 60) {
+    const std::string text = fs::exists(journal) ? read_text(journal) : "";
+    if (std::count(text.begin(), text.end(), '\n') >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  const json report = json::parse(read_text(out / "report.json"));
+  CHECK(report["interrupted"] == true);
+  CHECK(report["interrupted_by"].get<std::string>().find("SIGINT") == 0);
+  const std::size_t finished = report["cases"].size(), not_run = report["not_run"].size();
+  CHECK(finished >= 1);
+  CHECK(not_run >= 1);
+  CHECK(finished + not_run == 8);
+
+  const CliResult resumed = run_cli("run " + quoted(file) + " --out " + quoted(out) + " --resume --quiet");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  const json whole = json::parse(read_text(out / "report.json"));
+  CHECK(whole["cases"].size() == 8);
+  CHECK(whole["run"]["resumed_cases"] == finished);
+  CHECK_FALSE(whole.contains("interrupted"));
 }
