@@ -18,27 +18,46 @@ namespace attnconv {
 // < 2^-150 in float): such softmax terms are skipped, which is exact.
 template <class T> constexpr T exp_underflow() { return std::is_same_v<T, float> ? T(-104.0) : T(-745.2); }
 
-template <class T> SoftmaxSupport softmax_inplace(T* row, std::size_t n) {
-  T max = row[0];  // four lanes: max is exact, the order does not matter
-  T lane[4] = {row[0], row[0], row[0], row[0]};
+// Four independent running maxima (max is exact: the order does not matter),
+// so that the compiler can keep them in one vector register.
+template <class T> ATTNCONV_AVX2_CLONES T row_max(const T* row, std::size_t n) {
+  T m0 = row[0], m1 = row[0], m2 = row[0], m3 = row[0];
   std::size_t k = 0;
-  for (; k + 4 <= n; k += 4)
-    for (std::size_t l = 0; l < 4; ++l) lane[l] = std::max(lane[l], row[k + l]);
-  for (; k < n; ++k) max = std::max(max, row[k]);
-  for (const T value : lane) max = std::max(max, value);
-  for (k = 0; k < n; ++k) row[k] -= max;
-  // Where exp underflows to exactly 0 it is not called: find the span where it does not.
+  for (; k + 4 <= n; k += 4) {
+    m0 = m0 < row[k] ? row[k] : m0;
+    m1 = m1 < row[k + 1] ? row[k + 1] : m1;
+    m2 = m2 < row[k + 2] ? row[k + 2] : m2;
+    m3 = m3 < row[k + 3] ? row[k + 3] : m3;
+  }
+  for (; k < n; ++k) m0 = std::max(m0, row[k]);
+  return std::max(std::max(m0, m1), std::max(m2, m3));
+}
+
+template <class T> SoftmaxSupport softmax_span(const T* row, std::size_t n, T max) {
   std::size_t begin = 0, end = n;
-  while (row[begin] < exp_underflow<T>()) ++begin;  // stops at the maximum (0) at the latest
-  while (row[end - 1] < exp_underflow<T>()) --end;
-  std::fill(row, row + begin, T(0));
-  std::fill(row + end, row + n, T(0));
-  T sum = 0;
-  for (k = begin; k < end; ++k) sum += (row[k] = row[k] < exp_underflow<T>() ? T(0) : std::exp(row[k]));
-  // Summing over [begin, end) only leaves out exact zeros: the same sum.
-  const T inv = T(1) / sum;
-  for (k = begin; k < end; ++k) row[k] *= inv;
+  while (row[begin] - max < exp_underflow<T>()) ++begin;  // stops at the maximum (0) at the latest
+  while (row[end - 1] - max < exp_underflow<T>()) --end;
   return {begin, end};
+}
+
+template <class T> void softmax_exp(T* row, SoftmaxSupport span, T max) {
+  T sum = 0;
+  for (std::size_t k = span.begin; k < span.end; ++k) {
+    const T shifted = row[k] - max;
+    sum += (row[k] = shifted < exp_underflow<T>() ? T(0) : std::exp(shifted));
+  }
+  // Summing over the span only leaves out exact zeros: the same sum.
+  const T inv = T(1) / sum;
+  for (std::size_t k = span.begin; k < span.end; ++k) row[k] *= inv;
+}
+
+template <class T> SoftmaxSupport softmax_inplace(T* row, std::size_t n) {
+  const T max = row_max(row, n);
+  const SoftmaxSupport span = softmax_span(row, n, max);
+  std::fill(row, row + span.begin, T(0));
+  std::fill(row + span.end, row + n, T(0));
+  softmax_exp(row, span, max);
+  return span;
 }
 
 namespace {
@@ -62,31 +81,39 @@ template <class T> std::vector<std::vector<T>> encoding_planes(Encoding encoding
   return planes;
 }
 
-// One image row of keys: out[kj] = (content ? out[kj] : 0) + key_bias[kj] + a . r_(k - q),
-// with r read from the planes at `offset` (Eq. 8, the last three terms).
+// One query's row of scores over all H x W keys, key row ki at out + ki W:
+// out[k] = (content ? out[k] : 0) + key_bias[k] + a . r_(k - q) (Eq. 8, the last
+// three terms), r read from the planes at offset + ki (2W - 1) for key row ki.
 template <class T, std::size_t D_P>
-ATTNCONV_AVX2_CLONES void positional_row(const T* a, const T* const* planes, std::size_t offset,
-                                         const T* key_bias, std::size_t width, bool content, T* out) {
-  const auto positional = [&](std::size_t kj) {
-    T sum = 0;
-    for (std::size_t p = 0; p < D_P; ++p) sum += a[p] * planes[p][offset + kj];
-    return sum;
-  };
-  if (content)
-    for (std::size_t kj = 0; kj < width; ++kj) out[kj] += key_bias[kj] + positional(kj);
-  else  // the same sum with the content term exactly 0
-    for (std::size_t kj = 0; kj < width; ++kj) out[kj] = T(0) + (key_bias[kj] + positional(kj));
+ATTNCONV_AVX2_CLONES void positional_scores(const T* a, const T* const* planes, std::size_t offset, const T* key_bias,
+                                            std::size_t height, std::size_t width, bool content, T* out) {
+  const std::size_t span_w = 2 * width - 1;
+  T coefficient[D_P];  // local copies: nothing written through `out` can change them
+  for (std::size_t p = 0; p < D_P; ++p) coefficient[p] = a[p];
+  for (std::size_t ki = 0; ki < height; ++ki, offset += span_w, key_bias += width, out += width) {
+    const T* plane[D_P];
+    for (std::size_t p = 0; p < D_P; ++p) plane[p] = planes[p] + offset;
+    const auto positional = [&](std::size_t kj) {  // a . r_(k - q), summed over p in order
+      T sum = 0;
+      for (std::size_t p = 0; p < D_P; ++p) sum += coefficient[p] * plane[p][kj];
+      return sum;
+    };
+    if (content)
+      for (std::size_t kj = 0; kj < width; ++kj) out[kj] += key_bias[kj] + positional(kj);
+    else  // the same sum with the content term exactly 0
+      for (std::size_t kj = 0; kj < width; ++kj) out[kj] = T(0) + (key_bias[kj] + positional(kj));
+  }
 }
 
 template <class T>
 void add_positional_scores(const T* a, const std::vector<std::vector<T>>& planes, std::size_t offset,
-                           const T* key_bias, std::size_t width, bool content, T* out) {
+                           const T* key_bias, std::size_t height, std::size_t width, bool content, T* out) {
   const T* p[5] = {};
   for (std::size_t i = 0; i < planes.size(); ++i) p[i] = planes[i].data();
   switch (planes.size()) {
-    case 2: return positional_row<T, 2>(a, p, offset, key_bias, width, content, out);
-    case 3: return positional_row<T, 3>(a, p, offset, key_bias, width, content, out);
-    case 5: return positional_row<T, 5>(a, p, offset, key_bias, width, content, out);
+    case 2: return positional_scores<T, 2>(a, p, offset, key_bias, height, width, content, out);
+    case 3: return positional_scores<T, 3>(a, p, offset, key_bias, height, width, content, out);
+    case 5: return positional_scores<T, 5>(a, p, offset, key_bias, height, width, content, out);
     default: throw std::logic_error("dense engine: unsupported encoding dimension");
   }
 }
@@ -110,10 +137,10 @@ Matrix<T> mhsa_dense(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t 
   const std::size_t span_w = 2 * width - 1;
   const auto planes = encoding_planes<T>(layer.encoding, height, width);
 
-  // Per-thread scratch: one block of scores, its head output, positional terms of a row.
+  // Per-thread scratch: one block of scores, its rows' softmax spans, its head output.
   const std::size_t threads = parallel_threads(blocks);
-  std::vector<std::vector<T>> scores(threads, std::vector<T>(block * n)), head_out(threads, std::vector<T>(block * d_h)),
-      positional(threads, std::vector<T>(width));
+  std::vector<std::vector<T>> scores(threads, std::vector<T>(block * n)), head_out(threads, std::vector<T>(block * d_h));
+  std::vector<std::vector<SoftmaxSupport>> spans(threads, std::vector<SoftmaxSupport>(block));
   std::vector<double> skipped(threads, 0.0);
 
   // MHSA(X) = concat_h(SA_h(X)) W_out + b_out = sum_h SA_h(X) W_out^(h) + b_out,
@@ -139,17 +166,22 @@ Matrix<T> mhsa_dense(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t 
       if (content)
         gemm(rows, n, d_k, query.data() + q0 * d_k, d_k, key.data(), d_k, T(0), s, n, /*transpose_b=*/true);
       std::size_t key_begin = n, key_end = 0;  // keys with a non-zero weight in this block
+      SoftmaxSupport* support = spans[t].data();
       for (std::size_t q = q0; q < q1; ++q) {
         T* row = s + (q - q0) * n;
-        const std::size_t qi = q / width, qj = q % width;
-        for (std::size_t ki = 0; ki < height; ++ki) {
-          // offset delta = k - q, shifted to index the planes
-          const std::size_t offset = (ki + height - 1 - qi) * span_w + (width - 1 - qj);
-          add_positional_scores(&query_pos(q, 0), planes, offset, key_bias.data() + ki * width, width, content,
-                                row + ki * width);
-        }
-        const SoftmaxSupport support = softmax_inplace(row, n);
-        key_begin = std::min(key_begin, support.begin), key_end = std::max(key_end, support.end);
+        // offset of delta = k - q for key (0, 0), shifted to index the planes
+        const std::size_t qi = q / width, qj = q % width, offset = (height - 1 - qi) * span_w + (width - 1 - qj);
+        add_positional_scores(&query_pos(q, 0), planes, offset, key_bias.data(), height, width, content, row);
+        const T max = row_max(row, n);
+        const SoftmaxSupport span = support[q - q0] = softmax_span(row, n, max);
+        softmax_exp(row, span, max);
+        key_begin = std::min(key_begin, span.begin), key_end = std::max(key_end, span.end);
+      }
+      // P V reads keys [key_begin, key_end) of every row: zero there what lies outside the row's span.
+      for (std::size_t r = 0; r < rows; ++r) {
+        T* row = s + r * n;
+        std::fill(row + key_begin, row + support[r].begin, T(0));
+        std::fill(row + support[r].end, row + key_end, T(0));
       }
       // sum_k P_qk X_k W_val over the keys whose weight is not exactly 0
       skipped[t] += 2.0 * double(rows) * double(d_h) * double(n - (key_end - key_begin));
@@ -179,6 +211,12 @@ double dense_flops(std::size_t tokens, std::size_t d_in, std::size_t d_k, std::s
   return heads * per_head + n * d_out;                      // + b_out
 }
 
+template float row_max(const float*, std::size_t);
+template double row_max(const double*, std::size_t);
+template SoftmaxSupport softmax_span(const float*, std::size_t, float);
+template SoftmaxSupport softmax_span(const double*, std::size_t, double);
+template void softmax_exp(float*, SoftmaxSupport, float);
+template void softmax_exp(double*, SoftmaxSupport, double);
 template SoftmaxSupport softmax_inplace(float*, std::size_t);
 template SoftmaxSupport softmax_inplace(double*, std::size_t);
 template Matrix<float> mhsa_dense(const MhsaLayer<float>&, const Matrix<float>&, std::size_t, std::size_t,

@@ -41,7 +41,14 @@ struct SoftmaxSupport {
 };
 
 // The softmax of one row of scores, in place: subtract the row maximum, so that
-// it stays exact at any scale of the scores (alpha = 1e4 included).
+// it stays exact at any scale of the scores (alpha = 1e4 included). The three
+// steps, for a caller that zeroes only what it reads:
+//   softmax_span:  the keys whose e^(row[k] - max) does not underflow to exactly 0;
+//   softmax_exp:   row[k] = e^(row[k] - max) / sum over that span (the rest untouched);
+//   softmax_inplace: both, and zeros outside the span.
+template <class T> T row_max(const T* row, std::size_t n);
+template <class T> SoftmaxSupport softmax_span(const T* row, std::size_t n, T max);
+template <class T> void softmax_exp(T* row, SoftmaxSupport span, T max);
 template <class T> SoftmaxSupport softmax_inplace(T* row, std::size_t n);
 
 }  // namespace attnconv
