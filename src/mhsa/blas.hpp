@@ -31,14 +31,20 @@ inline void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, st
 // do not depend on the thread count.
 constexpr std::size_t product_chunk_rows = 512;
 
-// C += A B (accumulate) or C = A B, split over fixed chunks of rows of A and C.
-template <class T> void product_rows_into(const Matrix<T>& a, const Matrix<T>& b, Matrix<T>& c, bool accumulate) {
-  const std::size_t m = a.shape(0), k = a.shape(1), n = b.shape(1);
+// C = A B + beta C for row-major m x k A, k x n B, m x n C, split over fixed
+// chunks of rows of A and C.
+template <class T>
+void product_rows_into(std::size_t m, std::size_t k, std::size_t n, const T* a, const T* b, T beta, T* c) {
   const std::size_t chunks = (m + product_chunk_rows - 1) / product_chunk_rows;
   parallel_for(chunks, [&](std::size_t chunk, std::size_t) {
     const std::size_t r0 = chunk * product_chunk_rows, r1 = std::min(m, r0 + product_chunk_rows);
-    gemm(r1 - r0, n, k, a.data() + r0 * k, k, b.data(), n, accumulate ? T(1) : T(0), c.data() + r0 * n, n);
+    gemm(r1 - r0, n, k, a + r0 * k, k, b, n, beta, c + r0 * n, n);
   });
+}
+
+// C += A B (accumulate) or C = A B.
+template <class T> void product_rows_into(const Matrix<T>& a, const Matrix<T>& b, Matrix<T>& c, bool accumulate) {
+  product_rows_into(a.shape(0), a.shape(1), b.shape(1), a.data(), b.data(), accumulate ? T(1) : T(0), c.data());
 }
 
 template <class T> Matrix<T> product_rows(const Matrix<T>& a, const Matrix<T>& b) {

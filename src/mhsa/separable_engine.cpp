@@ -81,16 +81,6 @@ void apply_separable(const Attention1d<T>& rows, const Attention1d<T>& cols, con
   });
 }
 
-// C = A B on raw row-major buffers, over fixed chunks of rows (thread-count independent).
-template <class T>
-void product_into(std::size_t m, std::size_t k, std::size_t n, const T* a, const T* b, T beta, T* c) {
-  const std::size_t chunks = (m + product_chunk_rows - 1) / product_chunk_rows;
-  parallel_for(chunks, [&](std::size_t chunk, std::size_t) {
-    const std::size_t r0 = chunk * product_chunk_rows, r1 = std::min(m, r0 + product_chunk_rows);
-    gemm(r1 - r0, n, k, a + r0 * k, k, b, n, beta, c + r0 * n, n);
-  });
-}
-
 }  // namespace
 
 template <class T> std::string separable_refusal(const MhsaLayer<T>& layer) {
@@ -145,11 +135,11 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
     if (cost_input_side < cost_value_side) {
       const Matrix<T> w_val_out = product_rows(head.w_val, w_out_h);
       apply_separable(p_rows, p_cols, x.data(), d_in, along_width.data(), attended.data());
-      product_into(n, d_in, d_out, attended.data(), w_val_out.data(), T(1), y.data());
+      product_rows_into(n, d_in, d_out, attended.data(), w_val_out.data(), T(1), y.data());
     } else {
-      product_into(n, d_in, d_h, x.data(), head.w_val.data(), T(0), value.data());
+      product_rows_into(n, d_in, d_h, x.data(), head.w_val.data(), T(0), value.data());
       apply_separable(p_rows, p_cols, value.data(), d_h, along_width.data(), attended.data());
-      product_into(n, d_h, d_out, attended.data(), w_out_h.data(), T(1), y.data());
+      product_rows_into(n, d_h, d_out, attended.data(), w_out_h.data(), T(1), y.data());
     }
   }
   y += xt::view(layer.b_out, xt::newaxis(), xt::all());
