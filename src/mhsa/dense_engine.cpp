@@ -87,14 +87,19 @@ template <class T> std::vector<std::vector<T>> encoding_planes(Encoding encoding
 template <class T, std::size_t D_P>
 ATTNCONV_AVX2_CLONES void positional_scores(const T* a, const T* const* planes, std::size_t offset, const T* key_bias,
                                             std::size_t height, std::size_t width, bool content, T* out) {
+  // The loops over p are unrolled first, so that the loops over keys are the
+  // ones vectorised (each key's sum keeps its order over p: the same numbers).
   const std::size_t span_w = 2 * width - 1;
   T coefficient[D_P];  // local copies: nothing written through `out` can change them
+#pragma GCC unroll 8
   for (std::size_t p = 0; p < D_P; ++p) coefficient[p] = a[p];
   for (std::size_t ki = 0; ki < height; ++ki, offset += span_w, key_bias += width, out += width) {
     const T* plane[D_P];
+#pragma GCC unroll 8
     for (std::size_t p = 0; p < D_P; ++p) plane[p] = planes[p] + offset;
     const auto positional = [&](std::size_t kj) {  // a . r_(k - q), summed over p in order
       T sum = 0;
+#pragma GCC unroll 8
       for (std::size_t p = 0; p < D_P; ++p) sum += coefficient[p] * plane[p][kj];
       return sum;
     };
