@@ -18,32 +18,10 @@ import copy
 import glob
 import json
 import os
-import shutil
-import subprocess
-import sys
 
 import jsonschema
-import numpy as np
 
-binary, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL:", message)
-
-
-def attnconv(*args):
-    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=300)
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
+from cli_check import attnconv, check, finish, load, source, work
 
 
 schemas = {}
@@ -159,6 +137,4 @@ for path in reports:
     errors = list(schemas["report"].iter_errors(load(path)))
     check(not errors, f"{path}: {[(list(e.absolute_path), e.message) for e in errors[:3]]}")
 
-print(f"{len(case_files)} case files, {len(bad) + len(accepted)} loader/schema probes, {len(reports)} reports checked; "
-      f"{len(failures)} failures")
-sys.exit(1 if failures else 0)
+finish(f"{len(case_files)} case files, {len(bad) + len(accepted)} loader/schema probes, {len(reports)} reports checked")

@@ -9,32 +9,9 @@ Usage: workflow_cli.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
-import numpy as np
-
-binary, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL:", message)
-
-
-def attnconv(*args):
-    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=300)
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
+from cli_check import attnconv, check, finish, load, work
 
 
 probe = {"proof": "cordonnier2020.theorem1",
@@ -147,5 +124,4 @@ check("cost-empty: no stage I / stage II metrics" in cost.stderr, f"no warning f
 not_report = attnconv("plot", suite, "--out", figures)
 check(not_report.returncode == 2, f"plot of a case file: exit {not_report.returncode}")
 
-print(f"{len(failures)} failures")
-sys.exit(1 if failures else 0)
+finish()
