@@ -180,6 +180,26 @@ TEST_CASE("softmax_inplace subtracts the row maximum: exact at scores of 1e4", "
   }
 }
 
+TEST_CASE("softmax_span is the first and last key whose weight does not underflow", "[mhsa_dense]") {
+  // Rows of every length around the scan's chunks of 8: a few keys near the
+  // maximum, the rest -1000 below it (e^-1000 = 0 exactly), in random places.
+  Random random(7);
+  for (std::size_t n = 1; n <= 40; ++n)
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<double> row(n, -1000.0);
+      const xt::xtensor<double, 1> u = random.stream(n * 100 + std::size_t(trial)).uniform_tensor<double, 1>({3});
+      for (const double v : u) row[std::size_t((v + 1) / 2 * double(n))] = v;  // keys near 0
+      const double max = row_max(row.data(), n);
+      std::size_t begin = 0, end = n;  // the textbook scan
+      while (std::exp(row[begin] - max) == 0) ++begin;
+      while (std::exp(row[end - 1] - max) == 0) --end;
+      const SoftmaxSupport span = softmax_span(row.data(), n, max);
+      INFO("n " << n << ", trial " << trial);
+      CHECK(span.begin == begin);
+      CHECK(span.end == end);
+    }
+}
+
 TEST_CASE("mhsa_dense at alpha = 1e4: finite, and one-hot where the target key exists", "[mhsa_dense]") {
   // One head, D_in = D_h = D_out = 2, W_val = W_out = I, b_out = 0, W^_key = I_3,
   // v = -alpha (1, -2 Delta1, -2 Delta2): A_qk = -alpha(|delta - Delta|^2 - |Delta|^2)

@@ -33,9 +33,19 @@ template <class T> ATTNCONV_AVX2_CLONES T row_max(const T* row, std::size_t n) {
   return std::max(std::max(m0, m1), std::max(m2, m3));
 }
 
-template <class T> SoftmaxSupport softmax_span(const T* row, std::size_t n, T max) {
+// The scan skips whole chunks of 8 keys whose weights all underflow (a loop
+// the compiler vectorises), then steps key by key.
+template <class T> ATTNCONV_AVX2_CLONES SoftmaxSupport softmax_span(const T* row, std::size_t n, T max) {
+  constexpr std::size_t chunk = 8;
+  const auto all_underflow = [&](std::size_t first) {
+    std::size_t under = 0;
+    for (std::size_t l = 0; l < chunk; ++l) under += row[first + l] - max < exp_underflow<T>();
+    return under == chunk;
+  };
   std::size_t begin = 0, end = n;
+  while (begin + chunk <= n && all_underflow(begin)) begin += chunk;
   while (row[begin] - max < exp_underflow<T>()) ++begin;  // stops at the maximum (0) at the latest
+  while (end >= begin + chunk && all_underflow(end - chunk)) end -= chunk;
   while (row[end - 1] - max < exp_underflow<T>()) --end;
   return {begin, end};
 }
