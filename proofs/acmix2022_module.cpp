@@ -17,17 +17,12 @@
 #include "acmix/equivalent_kernel.hpp"
 #include "acmix/module_case.hpp"
 #include "acmix/state_dict.hpp"
+#include "harness/short_number.hpp"
 #include "acmix/window_attention_loop.hpp"
 #include "metrics/compare.hpp"
 
 namespace attnconv {
 namespace {
-
-std::string number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", value);
-  return buffer;
-}
 
 template <class T> Outcome verify_typed(const Case& c) {
   const AcmixCase<T> ac = acmix_case_tensors<T>(c);
@@ -98,14 +93,14 @@ template <class T> Outcome verify_typed(const Case& c) {
 
   std::vector<std::string> notes;
   notes.push_back("conv path = a " + std::to_string(config.kernel_conv) + "x" + std::to_string(config.kernel_conv) +
-                  " convolution of [x; 1] (derived kernel), max_abs " + number(d.max_abs));
+                  " convolution of [x; 1] (derived kernel), max_abs " + short_number(d.max_abs));
   if (stage1_bias)
-    notes.push_back("vs a plain biased convolution: interior " + number(interior_max) + ", border band (width " +
-                    std::to_string(config.kernel_conv / 2) + ") " + number(border_max) +
+    notes.push_back("vs a plain biased convolution: interior " + short_number(interior_max) + ", border band (width " +
+                    std::to_string(config.kernel_conv / 2) + ") " + short_number(border_max) +
                     " (the Stage I biases reach the conv path through the zero-padded ones channel)");
   else
     notes.push_back("Stage I biases are zero: the ones channel is silent and the path is a plain convolution "
-                    "everywhere (border " + number(border_max) + ")");
+                    "everywhere (border " + short_number(border_max) + ")");
   if (interior_pixels == 0) notes.push_back("the image has no interior pixels: every output is in the border band");
   const std::array<double, 2> rates{double(w.rate1), double(w.rate2)};
   if (rates[0] == 0 || rates[1] == 0) {
@@ -115,7 +110,7 @@ template <class T> Outcome verify_typed(const Case& c) {
     out.metrics["path_alone_max_abs"] = alone_max;
     out.default_tolerance["path_alone_max_abs"] = 0.0;
     notes.push_back(std::string("rate") + (rates[0] == 0 ? "1" : "2") + " = 0: the output is the " +
-                    (rates[0] == 0 ? "convolution" : "attention") + " path alone (max_abs " + number(alone_max) + ")");
+                    (rates[0] == 0 ? "convolution" : "attention") + " path alone (max_abs " + short_number(alone_max) + ")");
   }
   if (w.dep_conv_bias) notes.push_back("dep_conv has a bias (an extension: the reference drops it)");
   if (config.kernel_conv != 3)

@@ -1,12 +1,12 @@
 #include "theorem1_common.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <utility>
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 
+#include "harness/short_number.hpp"
 #include "metrics/compare.hpp"
 
 namespace attnconv {
@@ -48,14 +48,6 @@ template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kerne
   }
   return std::sqrt(total);
 }
-
-namespace {
-std::string number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", value);
-  return buffer;
-}
-}  // namespace
 
 template <class T>
 Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Kernel<T>& w_conv,
@@ -104,8 +96,8 @@ Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const
     note("head_dim " + std::to_string(options.head_dim) + " < out_channels " + std::to_string(c_out) +
          ": a head's W_val W_out has rank <= " + std::to_string(options.head_dim) +
          ", so each kernel slice is only approximated by its best rank-" + std::to_string(options.head_dim) +
-         " factorisation; the weights are off by " + number(double(out.metrics["weight_distance"])) +
-         " (Frobenius), and no choice of W_val, W_out can do better than the Eckart-Young distance " + number(tail));
+         " factorisation; the weights are off by " + short_number(double(out.metrics["weight_distance"])) +
+         " (Frobenius), and no choice of W_val, W_out can do better than the Eckart-Young distance " + short_number(tail));
   }
   if (options.heads < positions)
     note("only " + std::to_string(options.heads) + " heads for " + std::to_string(positions) +

@@ -16,6 +16,7 @@
 
 #include "construction/theorem1.hpp"
 #include "harness/errors.hpp"
+#include "harness/short_number.hpp"
 #include "harness/params.hpp"
 #include "harness/sweep_fit.hpp"
 #include "mhsa/attention_row.hpp"
@@ -55,12 +56,6 @@ std::string number(double value) {
   if (!std::isfinite(value)) return "NaN";
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.17g", value);
-  return buffer;
-}
-
-std::string short_number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", value);
   return buffer;
 }
 

@@ -1,21 +1,14 @@
 #include "harness/verdict.hpp"
 
-#include <cstdio>
 #include <stdexcept>
+
+#include "harness/short_number.hpp"
 
 namespace attnconv {
 
 json dtype_tolerance(const std::string& dtype) {
   return dtype == "float32" ? json{{"rel_l2", 1e-4}} : json{{"rel_l2", 1e-10}};
 }
-
-namespace {
-std::string format_number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", value);
-  return buffer;
-}
-}  // namespace
 
 Verdict judge(const Case& c, const Outcome& outcome) {
   Verdict verdict;
@@ -28,11 +21,11 @@ Verdict judge(const Case& c, const Outcome& outcome) {
       throw std::runtime_error("the tolerance names metric '" + metric + "', which proof " + c.proof +
                                " does not report");
     const double value = outcome.metrics[metric].get<double>();
-    const std::string line = metric + " = " + format_number(value);
+    const std::string line = metric + " = " + short_number(value);
     if (value <= limit.get<double>())  // false for NaN: a NaN never holds
-      within += (within.empty() ? "" : ", ") + line + " <= " + format_number(limit.get<double>());
+      within += (within.empty() ? "" : ", ") + line + " <= " + short_number(limit.get<double>());
     else
-      exceeded += (exceeded.empty() ? "" : ", ") + line + " > " + format_number(limit.get<double>());
+      exceeded += (exceeded.empty() ? "" : ", ") + line + " > " + short_number(limit.get<double>());
   }
   const bool holds = exceeded.empty();
   const bool expected = (c.expect == "hold") == holds;
