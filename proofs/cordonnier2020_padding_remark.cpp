@@ -57,8 +57,7 @@ template <class T> Outcome verify_typed(const Case& c) {
 
   const Image<T> x = case_tensor<T, 3>(c, "input", {c_in, height, width});
   const Kernel<T> w = case_tensor<T, 4>(c, "conv_weight", {c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])});
-  std::optional<Vector<T>> b;
-  if (c.params.at("bias").get<bool>()) b = case_tensor<T, 1>(c, "conv_bias", {c_out});
+  const std::optional<Vector<T>> b = case_bias<T>(c, c_out);
 
   Theorem1Options options;
   options.heads = kernel[0] * kernel[1];

@@ -42,8 +42,7 @@ template <class T> Outcome verify_typed(const Case& c) {
 
   const Sequence<T> x = case_tensor<T, 2>(c, "input", {c_in, length});
   const Kernel1d<T> w = case_tensor<T, 3>(c, "conv_weight", {c_out, c_in, k});
-  std::optional<Vector<T>> b;
-  if (c.params.at("bias").get<bool>()) b = case_tensor<T, 1>(c, "conv_bias", {c_out});
+  const std::optional<Vector<T>> b = case_bias<T>(c, c_out);
 
   Theorem1Options options;
   options.heads = get_int(c.params, "heads");

@@ -49,6 +49,13 @@ xt::xtensor<T, N> case_tensor(const Case& c, const char* key, const std::array<s
 }
 
 
+// The convolution's bias: none when the case's "bias" is false, else the
+// tensor "conv_bias" of c_out values (loaded or drawn as case_tensor does).
+template <class T> std::optional<Vector<T>> case_bias(const Case& c, std::size_t c_out) {
+  if (!c.params.at("bias").get<bool>()) return std::nullopt;
+  return case_tensor<T, 1>(c, "conv_bias", {c_out});
+}
+
 // The tensors a case may load (input, conv_weight, conv_bias) and, with
 // "expect": "hold", Theorem 1's hypotheses: heads >= kernel positions,
 // head_dim >= out_channels.
