@@ -43,7 +43,17 @@ const bool registered = register_proof({
     validate_conv_case,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
-    {},
+    [] {
+      std::vector<MetricSpec> metrics = distance_metrics("the decomposition against the plain-loop convolution");
+      metrics.insert(metrics.end(), {
+          {.name = "one_by_one_convolutions", .type = "integer", .help = "k1 k2: the Stage I 1x1 convolutions"},
+          {.name = "stage1_multiply_adds", .type = "integer", .help = "multiply-adds counted in Stage I"},
+          {.name = "stage2_additions", .type = "integer", .help = "additions counted in Stage II (shift and sum)"},
+          {.name = "padding_resolved", .type = "array", .help = "[top, bottom, left, right]"},
+          {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
+      });
+      return metrics;
+    }(),
     conv_case_tensor_shapes,
 });
 

@@ -171,7 +171,18 @@ const bool registered = register_proof({
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
-    {},
+    [] {
+      std::vector<MetricSpec> metrics = distance_metrics("the counted table entries against the paper's formulas");
+      metrics.insert(metrics.end(), {
+          {.name = "table", .type = "object", .help = "per method and stage: measured and paper counts"},
+          {.name = "stage1_share", .type = "object", .help = "per method: Stage I / (Stage I + Stage II) multiply-adds"},
+          {.name = "stage1_dominates_from_in_channels", .type = "object",
+           .help = "per method: the least C_in from which Stage I exceeds Stage II"},
+          {.name = "conv_decomposition_max_abs", .type = "number",
+           .help = "max |decomposed - plain-loop convolution| of the counted convolution", .error = true},
+      });
+      return metrics;
+    }(),
     acmix_case_tensor_shapes,
 });
 

@@ -160,7 +160,35 @@ const bool registered = register_proof({
     validate_acmix_case,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
-    {},
+    [] {
+      std::vector<MetricSpec> metrics =
+          distance_metrics("the convolution path against the standard convolution of [x; 1]");
+      metrics.insert(metrics.end(), {
+          {.name = "attention_max_abs", .type = "number",
+           .help = "max |attention path - independent window-attention loop|", .error = true},
+          {.name = "attention_rel_l2", .type = "number", .help = "rel_l2 of the attention path against the loop",
+           .error = true},
+          {.name = "output_max_abs", .type = "number",
+           .help = "max |output - (rate1 loop + rate2 convolution)|", .error = true},
+          {.name = "output_rel_l2", .type = "number", .help = "rel_l2 of the output against rate1 loop + rate2 convolution",
+           .error = true},
+          {.name = "plain_conv_interior_max_abs", .type = "number",
+           .help = "max |convolution path - plain biased convolution| in the interior", .error = true},
+          {.name = "plain_conv_interior_rel_l2", .type = "number",
+           .help = "rel_l2 of the convolution path against the plain biased convolution in the interior", .error = true},
+          {.name = "plain_conv_border_max_abs", .type = "number",
+           .help = "max |convolution path - plain biased convolution| in the border band (the ones channel's effect)"},
+          {.name = "border_band", .type = "integer", .help = "k_conv // 2"},
+          {.name = "interior_pixels", .type = "integer", .help = "output pixels outside the border band"},
+          {.name = "ones_channel_kernel_max_abs", .type = "number", .help = "max |derived kernel of the ones channel|"},
+          {.name = "head_dim", .type = "integer", .help = "C_out / heads"},
+          {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
+          {.name = "multiply_adds", .type = "object", .help = "multiply-adds of the module's forward pass, per operation"},
+          {.name = "path_alone_max_abs", .type = "number",
+           .help = "a rate of 0: max |output - the other path alone, scaled|", .always = false, .error = true},
+      });
+      return metrics;
+    }(),
     acmix_case_tensor_shapes,
 });
 

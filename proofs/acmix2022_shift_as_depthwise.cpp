@@ -71,7 +71,19 @@ const bool registered = register_proof({
     validate_conv_case,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
-    {},
+    [] {
+      std::vector<MetricSpec> metrics =
+          distance_metrics("the decomposition with depthwise shifts against the plain-loop convolution");
+      metrics.insert(metrics.end(), {
+          {.name = "shift_max_abs", .type = "number",
+           .help = "max over the k1 k2 shifts of |one-hot depthwise shift - tensor shift| (exact: 0)", .error = true},
+          {.name = "depthwise_vs_tensor_shift_max_abs", .type = "number",
+           .help = "max |decomposition with depthwise shifts - with tensor shifts|", .error = true},
+          {.name = "depthwise_shift_multiply_adds", .type = "integer", .help = "multiply-adds of the depthwise shifts"},
+          {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
+      });
+      return metrics;
+    }(),
     conv_case_tensor_shapes,
 });
 

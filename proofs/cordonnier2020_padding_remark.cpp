@@ -75,8 +75,8 @@ template <class T> Outcome verify_typed(const Case& c) {
   const Image<T>& expected = fixed.expected;
   // The remark's subject: attend over the unpadded image.
   const Image<T> unpadded = mhsa_image(fixed.layer, x, engine);
-  const double threshold =
-      construction_bound(fixed.layer, image_to_tokens(x), height, width, kernel, options)(options.alpha);
+  const FiniteAlphaBound threshold_bound = construction_bound(fixed.layer, image_to_tokens(x), height, width, kernel, options);
+  const double threshold = threshold_bound(options.alpha);
 
   // Where they differ: per pixel, the largest difference over channels.
   xt::xtensor<double, 2> diff = xt::zeros<double>({height, width});
@@ -135,6 +135,9 @@ template <class T> Outcome verify_typed(const Case& c) {
                  {"alpha", options.alpha},
                  {"engine", c.params.at("engine")}};
   out.default_tolerance = {{"interior_max_abs", threshold}, {"band_error", 0}, {"padded_max_abs", padded_bound}};
+  out.roundoff_tolerance = {{"interior_max_abs", threshold_bound.roundoff(options.alpha)},
+                            {"band_error", 0},
+                            {"padded_max_abs", fixed.bound.roundoff(options.alpha)}};
   out.message = "max_abs and rel_l2 compare the unpadded MHSA with the zero-padded \"same\" convolution over the "
                 "whole image, border band included; band_error = sum over sides of |measured - expected width| "
                 "plus exceptions";
@@ -159,6 +162,31 @@ const bool registered = register_proof({
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
+    [] {
+      std::vector<MetricSpec> metrics =
+          distance_metrics("the unpadded MHSA against the zero-padded \"same\" convolution, border band included");
+      metrics.insert(metrics.end(), {
+          {.name = "interior_max_abs", .type = "number",
+           .help = "max_abs outside the expected border band (the remark: round-off)", .error = true},
+          {.name = "band_width", .type = "integer", .help = "the widest side of the measured border band"},
+          {.name = "band_sides", .type = "array",
+           .help = "measured band per side [top, bottom, left, right]; null when no pixel agrees", .nullable = true},
+          {.name = "band_sides_expected", .type = "array", .help = "the kernel's reach per side: c d before, (K-1-c) d after"},
+          {.name = "band_width_expected", .type = "integer", .help = "the widest side of band_sides_expected"},
+          {.name = "band_error", .type = "integer",
+           .help = "sum over sides of |measured - expected width| plus band_exceptions (the remark: 0)", .error = true},
+          {.name = "band_exceptions", .type = "integer",
+           .help = "pixels inside the measured box that differ or outside it that agree", .error = true},
+          {.name = "padded_max_abs", .type = "number",
+           .help = "max_abs after the paper's fix (pad, attend, crop): round-off", .error = true},
+          {.name = "padded_rel_l2", .type = "number", .help = "rel_l2 after the paper's fix", .error = true},
+          {.name = "bound", .type = "number", .help = "the finite-alpha bound of the unpadded layer: agreement per pixel"},
+          {.name = "padded_bound", .type = "number", .help = "the finite-alpha bound of the padded construction"},
+          {.name = "alpha", .type = "number", .help = "the attention sharpness used"},
+          {.name = "engine", .type = "string", .help = "the MHSA engine that ran"},
+      });
+      return metrics;
+    }(),
 });
 
 }  // namespace

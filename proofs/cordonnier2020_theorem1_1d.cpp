@@ -86,6 +86,10 @@ const bool registered = register_proof({
     validate,
     [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
     nullptr,
+    theorem1_metrics({
+        {.name = "padding_resolved", .type = "array", .help = "[left, right]"},
+        {.name = "output_shape", .type = "array", .help = "[C_out, L_out]"},
+    }),
 });
 
 }  // namespace

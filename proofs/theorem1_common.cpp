@@ -34,6 +34,39 @@ std::vector<ParamSpec> theorem1_params(std::vector<ParamSpec> own, ParamSpec eng
   return own;
 }
 
+std::vector<MetricSpec> theorem1_metrics(std::vector<MetricSpec> own) {
+  std::vector<MetricSpec> metrics = distance_metrics("MHSA against the plain-loop convolution");
+  metrics.insert(metrics.end(), {
+      {.name = "alpha", .type = "number", .help = "the attention sharpness used"},
+      {.name = "engine", .type = "string", .help = "the MHSA engine that ran"},
+      {.name = "encoding", .type = "string", .help = "the relative positional encoding"},
+      {.name = "lambda_min", .type = "number",
+       .help = "smallest eigenvalue of the per-head precision A (1 for the quadratic encoding)"},
+      {.name = "bound", .type = "number",
+       .help = "finite-alpha bound on max_abs: eps(alpha) * sum_h 2 max_k |X_k W_val^h W_out^h| + round-off"},
+      {.name = "attention_leak", .type = "number",
+       .help = "eps(alpha) = 4 s (1 + s), s = sum_{n>=1} exp(-alpha lambda_min n^2)"},
+      {.name = "roundoff_allowance", .type = "number",
+       .help = "the round-off part of the bound: max_abs within it is the convolution to round-off"},
+      {.name = "weight_distance", .type = "number",
+       .help = "Frobenius distance of the construction's alpha -> infinity kernel (W_val^h W_out^h per position) to "
+               "the convolution's, positions without a head counted in full",
+       .error = true},
+      {.name = "alpha_min", .type = "number",
+       .help = "with a max_abs or rel_l2 tolerance: the smallest alpha whose bound meets it (null: none up to 4096)",
+       .always = false},
+      {.name = "eckart_young", .type = "number",
+       .help = "head_dim < out_channels: the best weight_distance any W_val, W_out can reach", .always = false},
+      {.name = "failure_floor", .type = "number",
+       .help = "the converse: the least weight_distance predicted (eckart_young, or 0 with too few heads: any "
+               "positive distance)",
+       .always = false},
+      {.name = "bound_note", .type = "string", .help = "the converse: what the bound is about", .always = false},
+  });
+  metrics.insert(metrics.end(), own.begin(), own.end());
+  return metrics;
+}
+
 template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kernel<T>& w_conv, int heads) {
   const std::size_t k2 = w_conv.shape(3), positions = w_conv.shape(2) * k2, d_h = layer.head_dim();
   double total = 0;
@@ -66,6 +99,7 @@ Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const
                  {"roundoff_allowance", b.roundoff(options.alpha)},
                  {"lambda_min", b.lambda_min}};
   out.default_tolerance = {{"max_abs", bound}};
+  out.roundoff_tolerance = {{"max_abs", b.roundoff(options.alpha)}};
 
   // alpha_min: the smallest alpha whose bound meets the case's tolerance. A
   // rel_l2 tolerance t is met when max_abs <= t |expected|_2 / sqrt(numel).
@@ -85,13 +119,23 @@ Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const
   const int positions = int(w_conv.shape(2) * w_conv.shape(3));
   const int c_out = int(w_conv.shape(0));
   const auto note = [&](const std::string& s) { out.message += (out.message.empty() ? "" : "; ") + s; };
+  out.metrics["weight_distance"] = weight_distance(check.layer, w_conv, options.heads);
   if (options.head_dim < c_out || options.heads < positions) {
-    out.metrics["weight_distance"] = weight_distance(check.layer, w_conv, options.heads);
     out.metrics["bound_note"] = "the bound is on the distance to the alpha -> infinity limit of the construction, "
                                 "which is not the convolution here";
+    // Eckart-Young: no rank-D_h W_val^h W_out^h is closer to a slice than its
+    // singular-value tail, so weight_distance >= eckart_young exactly; both are
+    // computed in double from the same weights, each within n u |W|_F.
+    const double tail = options.head_dim < c_out ? eckart_young_tail(w_conv, options.head_dim) : 0.0;
+    const double w_norm = std::sqrt(double(xt::sum(xt::square(xt::cast<double>(w_conv)))()));
+    out.metrics["failure_floor"] = tail;
+    out.predicted_failure = PredictedFailure{
+        "weight_distance", tail, double(w_conv.size()) * std::numeric_limits<double>::epsilon() * w_norm,
+        options.head_dim < c_out ? "the Eckart-Young distance of rank-" + std::to_string(options.head_dim) + " heads"
+                                 : "kernel positions without a head"};
   }
   if (options.head_dim < c_out) {
-    const double tail = eckart_young_tail(w_conv, options.head_dim);
+    const double tail = out.metrics["failure_floor"];
     out.metrics["eckart_young"] = tail;
     note("head_dim " + std::to_string(options.head_dim) + " < out_channels " + std::to_string(c_out) +
          ": a head's W_val W_out has rank <= " + std::to_string(options.head_dim) +

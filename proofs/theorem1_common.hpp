@@ -25,6 +25,9 @@ inline std::string cordonnier2020(const std::string& part) {
 // with (bias, alpha, dtype, seed), then its `engine`.
 std::vector<ParamSpec> theorem1_params(std::vector<ParamSpec> own, ParamSpec engine);
 
+// The metrics construction_outcome reports, then a proof's `own`.
+std::vector<MetricSpec> theorem1_metrics(std::vector<MetricSpec> own);
+
 // The tensors a Theorem 1 proof dumps (--dump-tensors): input, expected, actual,
 // conv_weight, conv_bias (zeros when the convolution has no bias).
 template <class T, class X, class Y, class W>
@@ -67,9 +70,11 @@ void check_hypotheses(const Case& c, int kernel_positions);
 template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kernel<T>& w_conv, int heads);
 
 // Metrics of one construction run: max_abs, rel_l2, alpha, engine, bound (and
-// its parts), alpha_min when the case gives a tolerance, and for the converse
-// (too few heads, head_dim < out_channels) eckart_young, weight_distance and a
-// plain-words message. The default tolerance is {"max_abs": bound}.
+// its parts), weight_distance, alpha_min when the case gives a tolerance, and
+// for the converse (too few heads, head_dim < out_channels) eckart_young,
+// failure_floor and a plain-words message. The default tolerance is
+// {"max_abs": bound}, the round-off one {"max_abs": roundoff_allowance}; the
+// converse's predicted failure is weight_distance >= failure_floor.
 template <class T>
 Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Kernel<T>& w_conv,
                              const Theorem1Options& options, const std::string& engine);

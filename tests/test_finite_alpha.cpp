@@ -16,6 +16,38 @@ TEST_CASE("eps(alpha) = 4 s (1 + s) stays positive where (1 + 2s)^2 - 1 cancels"
   CHECK(attention_leak(20.0) < attention_leak(10.0));
 }
 
+namespace {
+// s(alpha) = sum_{n>=1} e^{-alpha n^2} in long double, smallest terms first
+// with Kahan compensation, over every term above 1e-22 of the largest: ~1e-18
+// relative, the reference attention_leak is held to.
+long double reference_tail(long double alpha) {
+  const long double last = std::ceil(std::sqrt(51.0L / alpha)) + 1;  // e^{-alpha n^2} < 1e-22 beyond
+  long double sum = 0, carry = 0;
+  for (long double n = last; n >= 1; --n) {
+    const long double y = std::exp(-alpha * n * n) - carry, t = sum + y;
+    carry = (t - sum) - y;
+    sum = t;
+  }
+  return sum;
+}
+}  // namespace
+
+TEST_CASE("eps(alpha) to 1e-12 relative for alpha from 1e-12 to 1e3", "[finite_alpha]") {
+  for (const double alpha : {1e-12, 1e-11, 3e-10, 1e-8, 2e-7, 1e-6, 1e-4, 0.01, 0.3, 0.999, 1.0, 1.001, 2.0, 7.5, 30.0,
+                             100.0, 1000.0}) {
+    const long double s = reference_tail(alpha);
+    const double eps = double(4 * s * (1 + s));  // 0 for alpha = 1e3: e^{-1000} underflows a double
+    INFO("alpha = " << alpha);
+    CHECK(std::abs(attention_leak(alpha) - eps) <= 1e-12 * eps);
+  }
+  // Known value: theta(pi) = sum_{n in Z} e^{-pi n^2} = pi^{1/4} / Gamma(3/4).
+  const long double pi = 3.141592653589793238462643383279502884L;
+  const long double s_pi = (std::pow(pi, 0.25L) / std::tgamma(0.75L) - 1) / 2;
+  CHECK(double(std::abs(attention_leak(double(pi)) - 4 * s_pi * (1 + s_pi)) / (4 * s_pi * (1 + s_pi))) < 1e-12);
+  // Where the old sum stopped at n < 4096 it was too small: alpha = 1e-9 needs ~2e5 terms.
+  CHECK(attention_leak(1e-9) > 4 * 2.8e4 * 2.8e4);
+}
+
 TEST_CASE("random precisions are SPD with unit smallest eigenvalue, reproducibly", "[finite_alpha]") {
   const auto a = random_precisions(7, 16), b = random_precisions(7, 16);
   for (std::size_t h = 0; h < a.size(); ++h) {

@@ -36,6 +36,9 @@ TEST_CASE("live progress redraws one line; failures stay; quiet prints nothing",
 TEST_CASE("summary line and durations", "[progress]") {
   CHECK(summary_line({{"passed", 3}, {"failed", 1}, {"errored", 0}, {"seconds", 2.345}}) ==
         "3 passed, 1 failed, 0 errored in 2.35 s");
+  CHECK(summary_line({{"passed", 3}, {"failed", 1}, {"errored", 0}, {"seconds", 2.345},
+                      {"verdicts", {{"holds", 2}, {"bound holds", 1}, {"fails", 1}, {"error", 0}}}}) ==
+        "3 passed, 1 failed, 0 errored in 2.35 s; 2 holds, 1 bound holds, 1 fails");
   CHECK(format_duration(59.6) == "1:00");
   CHECK(format_duration(3725) == "1:02:05");
 }

@@ -26,8 +26,14 @@ TEST_CASE("the converse: predicted failures, the rank-limited ones at the Eckart
     INFO(c["name"]);
     CHECK(c["status"] == "pass");
     CHECK(c["expect"] == "fail");
-    CHECK(c["message"].get<std::string>().rfind("the claim fails as predicted", 0) == 0);
+    CHECK(c["verdict"] == "fails as predicted");
+    CHECK(c["message"].get<std::string>().rfind("fails as predicted: ", 0) == 0);
     const auto& m = c["metrics"];
+    // The measured failure is at least its predicted floor (Eckart-Young, or
+    // any positive distance with too few heads), and the message says so.
+    CHECK(m["weight_distance"].get<double>() > 0);
+    CHECK(m["weight_distance"].get<double>() >= m["failure_floor"].get<double>() * (1 - 1e-12));
+    CHECK(c["message"].get<std::string>().find("the predicted floor") != std::string::npos);
     CHECK(m["max_abs"].get<double>() > m["bound"].get<double>());
     const bool all_positions = c["message"].get<std::string>().find("positions without a head") == std::string::npos;
     if (m.contains("eckart_young") && all_positions) {

@@ -9,13 +9,28 @@
 
 namespace attnconv {
 
-double attention_leak(double alpha) {
+namespace {
+// sum_{n>=1} e^{-a n^2} for a >= 1: the terms fall at least e^{-2n-1} times
+// each, so at most 28 are added before they stop mattering.
+double gaussian_tail(double a) {
   double s = 0;
-  for (int n = 1; n < 4096; ++n) {
-    const double term = std::exp(-alpha * n * n);
+  for (double n = 1;; ++n) {
+    const double term = std::exp(-a * n * n);
     s += term;
-    if (term < 1e-300 || term < s * 1e-17) break;
+    if (term <= s * 1e-18) return s;  // also when the term underflows to 0
   }
+}
+}  // namespace
+
+double attention_leak(double alpha) {
+  // s = sum_{n>=1} e^{-alpha n^2} = (theta(alpha) - 1) / 2 with theta(alpha) = sum_{n in Z} e^{-alpha n^2}.
+  // For alpha < 1 the direct sum needs ~sqrt(40 / alpha) terms; the Jacobi
+  // theta transformation (Poisson summation) theta(alpha) = sqrt(pi / alpha)
+  // theta(pi^2 / alpha) converges in a few: pi^2 / alpha > pi^2. (1 - 2s cancels
+  // nothing there: theta(alpha) >= 1.77 for alpha <= 1.)
+  const double pi = 3.14159265358979323846;
+  const double s = alpha >= 1 ? gaussian_tail(alpha)
+                              : (std::sqrt(pi / alpha) * (1 + 2 * gaussian_tail(pi * pi / alpha)) - 1) / 2;
   return 4 * s * (1 + s);
 }
 

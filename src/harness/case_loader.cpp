@@ -40,10 +40,16 @@ const ParamSpec* find_spec(const ProofDef& proof, const std::string& name) {
   return nullptr;
 }
 
-std::string known_proofs() {
+std::string join(const std::vector<std::string>& words) {
   std::string list;
-  for (const auto* p : all_proofs()) list += (list.empty() ? "" : ", ") + p->id;
-  return list;
+  for (const auto& word : words) list += (list.empty() ? "" : ", ") + word;
+  return list.empty() ? "none" : list;
+}
+
+std::string known_proofs() {
+  std::vector<std::string> ids;
+  for (const auto* p : all_proofs()) ids.push_back(p->id);
+  return join(ids);
 }
 
 // More cases than this from one case object is a typo, not a plan.
@@ -136,11 +142,14 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
 
   c.tolerance = object.value("tolerance", json::object());
   if (!c.tolerance.is_object()) fail("tolerance", "must be an object of metric -> number");
+  const std::vector<std::string> error_metrics = error_metric_names(*proof);
   for (const auto& [key, value] : c.tolerance.items()) {
-    std::vector<std::string> metric_names;
-    for (const auto& m : proof->metrics) metric_names.push_back(m.name);
-    if (!metric_names.empty() && std::find(metric_names.begin(), metric_names.end(), key) == metric_names.end())
-      fail("tolerance." + key, "proof " + c.proof + " reports no metric '" + key + "'" + suggestion(key, metric_names));
+    if (std::find(error_metrics.begin(), error_metrics.end(), key) == error_metrics.end()) {
+      const bool reported = std::any_of(proof->metrics.begin(), proof->metrics.end(), [&](const MetricSpec& m) { return m.name == key; });
+      fail("tolerance." + key, (reported ? "'" + key + "' is not an error metric of " + c.proof
+                                         : "proof " + c.proof + " reports no metric '" + key + "'" + suggestion(key, error_metrics)) +
+                                   "; a tolerance may name only its error metrics: " + join(error_metrics));
+    }
     if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0)
       fail("tolerance." + key, "must be a finite number >= 0, got " + value.dump());
   }

@@ -80,16 +80,6 @@ struct Child {
   _exit(code);  // no atexit handlers, no flushing of the parent's buffers
 }
 
-json error_entry(const Case& c, const std::string& message, double seconds) {
-  json entry = case_entry(c);
-  entry["status"] = "error";
-  entry["metrics"] = json::object();
-  entry["tolerance"] = c.tolerance;
-  entry["message"] = "error: " + message;
-  entry["seconds"] = seconds;
-  return entry;
-}
-
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // The entry of a child that closed its pipe, from its output and exit status.

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "harness/verdict.hpp"
+
 namespace attnconv {
 
 std::string format_duration(double seconds) {
@@ -22,8 +24,14 @@ std::string format_duration(double seconds) {
 std::string summary_line(const nlohmann::json& summary) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.2f", summary.value("seconds", 0.0));
+  std::string verdicts;  // "28 holds, 2 bound holds, 1 fails as predicted": the verdicts that occurred
+  const nlohmann::json counts = summary.value("verdicts", nlohmann::json::object());
+  for (const auto& verdict : verdict_names)
+    if (const long long count = counts.value(verdict, 0LL); count > 0)
+      verdicts += (verdicts.empty() ? "; " : ", ") + std::to_string(count) + " " + verdict;
   return std::to_string(summary.value("passed", 0)) + " passed, " + std::to_string(summary.value("failed", 0)) +
-         " failed, " + std::to_string(summary.value("errored", 0)) + " errored in " + seconds + " s";
+         " failed, " + std::to_string(summary.value("errored", 0)) + " errored in " + seconds + " s" +
+         verdicts;
 }
 
 Progress::Progress(std::size_t total, std::ostream& out, bool live, bool enabled)

@@ -37,7 +37,8 @@ class Progress {
 // "H:MM:SS" or "M:SS".
 std::string format_duration(double seconds);
 
-// "N passed, N failed, N errored in S s" from a report's summary.
+// "N passed, N failed, N errored in S s; N holds, N bound holds, ..." from a
+// report's summary (the verdicts that occurred, in verdict_names order).
 std::string summary_line(const nlohmann::json& summary);
 
 }  // namespace attnconv

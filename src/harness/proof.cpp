@@ -13,6 +13,18 @@ std::map<std::string, ProofDef>& registry() {
 }
 }  // namespace
 
+std::vector<MetricSpec> distance_metrics(const std::string& what) {
+  return {{.name = "max_abs", .type = "number", .help = "max |a - b| over the output, " + what, .error = true},
+          {.name = "rel_l2", .type = "number", .help = "||a - b||_2 / ||b||_2, " + what, .error = true}};
+}
+
+std::vector<std::string> error_metric_names(const ProofDef& proof) {
+  std::vector<std::string> names;
+  for (const auto& metric : proof.metrics)
+    if (metric.error) names.push_back(metric.name);
+  return names;
+}
+
 bool register_proof(ProofDef proof) {
   const std::string id = proof.id;
   if (!registry().emplace(id, std::move(proof)).second) throw std::logic_error("proof registered twice: " + id);

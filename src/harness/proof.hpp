@@ -7,6 +7,7 @@
 // The runner never lists proofs by hand.
 #include <functional>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
@@ -36,22 +37,41 @@ struct NamedTensor {
   std::variant<xt::xarray<float>, xt::xarray<double>> data;
 };
 
+// The converse side of a claim ("expect": "fail"): the failure a proof
+// predicts. The case fails as predicted only when the error metric `metric`
+// is finite, positive and at least `floor` (less the floor's own round-off).
+struct PredictedFailure {
+  std::string metric;    // an error metric of the proof
+  double floor = 0;      // the least failure the proof predicts
+  double roundoff = 0;   // the rounding error of computing `metric` and `floor`
+  std::string reason;    // plain words: why it must fail by at least `floor`
+};
+
 // What verify() found. `metrics` has at least max_abs and rel_l2.
 struct Outcome {
   json metrics = json::object();
   std::string message;                        // plain words: why it failed, or notes
   json default_tolerance = json::object();    // used when the case gives none
+  // Without a case tolerance: within this, the claim is reached to round-off
+  // (verdict "holds"); within default_tolerance only, the proof's bound holds
+  // but the claim is approached, not reached (verdict "bound holds"). Empty:
+  // default_tolerance is itself the round-off criterion.
+  json roundoff_tolerance = json::object();
+  std::optional<PredictedFailure> predicted_failure;  // for "expect": "fail"; none: no converse to confirm
   std::vector<NamedTensor> tensors;           // "input", "expected", "actual", parameters...
 };
 
-// A metric a proof reports, for the report schema (reports/schema.json).
-// `type` is a JSON Schema type: "number" (null allowed: NaN/Inf are written as
-// null), "integer", "string", "boolean", "array" or "object".
+// A metric a proof reports, for the report schema (reports/schema.json) and
+// the tolerances a case may give. `type` is a JSON Schema type: "number" (null
+// allowed: NaN/Inf are written as null), "integer", "string", "boolean",
+// "array" or "object".
 struct MetricSpec {
   std::string name;
   std::string type;
   std::string help;
-  bool always = true;  // present in every non-error case (else only sometimes)
+  bool always = true;     // present in every non-error case (else only sometimes)
+  bool error = false;     // a distance between the claim and its reference: the only metrics a tolerance may name
+  bool nullable = false;  // may be null (besides a non-finite number)
 };
 
 struct ProofDef {
@@ -65,7 +85,7 @@ struct ProofDef {
   std::function<Outcome(const Case&)> verify;
   // Bytes the case will need at its peak, for `list` and --max-memory. May be empty.
   std::function<double(const Case&)> memory_estimate = {};
-  // The metrics verify() reports; empty: only max_abs and rel_l2 are known.
+  // Every metric verify() reports (tests/test_metrics_declared.cpp checks them).
   std::vector<MetricSpec> metrics = {};
   // The tensors a case may load from .npy ("weights"): name -> shape in
   // PyTorch layout. The loader checks every file against it before anything
@@ -73,6 +93,12 @@ struct ProofDef {
   // checked but not the shape.
   std::function<std::map<std::string, std::vector<std::size_t>>(const Case&)> expected_tensors = {};
 };
+
+// max_abs and rel_l2, the error metrics every proof reports.
+std::vector<MetricSpec> distance_metrics(const std::string& what = "the claim against its reference");
+
+// The names of a proof's error metrics, in declaration order.
+std::vector<std::string> error_metric_names(const ProofDef& proof);
 
 bool register_proof(ProofDef proof);  // returns true, for `static const bool registered = ...`
 const ProofDef* find_proof(const std::string& id);

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "harness/threads.hpp"
+#include "harness/verdict.hpp"
 #include "harness/version.hpp"
 
 extern "C" {
@@ -52,14 +53,19 @@ json environment() {
 
 void update_summary(json& report, double seconds) {
   int passed = 0, failed = 0, errored = 0;
+  json verdicts = json::object();
+  for (const auto& name : verdict_names) verdicts[name] = 0;
   for (const auto& c : report["cases"]) {
     const auto& status = c["status"];
     passed += status == "pass", failed += status == "fail", errored += status == "error";
+    const std::string verdict = c.value("verdict", "");
+    if (verdicts.contains(verdict)) verdicts[verdict] = verdicts[verdict].get<int>() + 1;
   }
   report["summary"] = {{"total", report["cases"].size()},
                        {"passed", passed},
                        {"failed", failed},
                        {"errored", errored},
+                       {"verdicts", verdicts},
                        {"seconds", seconds}};
 }
 

@@ -31,6 +31,17 @@ json case_entry(const Case& c) {
   return entry;
 }
 
+json error_entry(const Case& c, const std::string& message, double seconds) {
+  json entry = case_entry(c);
+  entry["status"] = "error";
+  entry["verdict"] = "error";
+  entry["metrics"] = json::object();
+  entry["tolerance"] = c.tolerance;
+  entry["message"] = "error: " + message;
+  entry["seconds"] = seconds;
+  return entry;
+}
+
 json run_case(const Case& c, const RunOptions& options) {
   json entry = case_entry(c);
   const auto start = std::chrono::steady_clock::now();
@@ -38,6 +49,7 @@ json run_case(const Case& c, const RunOptions& options) {
     const Outcome outcome = find_proof(c.proof)->verify(c);
     const Verdict verdict = judge(c, outcome);
     entry["status"] = verdict.status;
+    entry["verdict"] = verdict.verdict;
     entry["metrics"] = outcome.metrics;
     entry["tolerance"] = verdict.tolerance;
     entry["message"] = verdict.message;
@@ -46,10 +58,7 @@ json run_case(const Case& c, const RunOptions& options) {
       dump_tensors(dir, outcome.tensors);
     }
   } catch (const std::exception& e) {
-    entry["status"] = "error";
-    entry["metrics"] = json::object();
-    entry["tolerance"] = c.tolerance;
-    entry["message"] = std::string("error: ") + e.what();
+    return error_entry(c, e.what(), seconds_since(start));
   }
   entry["seconds"] = seconds_since(start);
   return entry;

@@ -22,6 +22,9 @@ struct RunOptions {
 // A case's identity in the report: name, proof, file, params, expect, sweep.
 json case_entry(const Case& c);
 
+// The entry of a case that could not run: status and verdict "error", `message` the reason.
+json error_entry(const Case& c, const std::string& message, double seconds);
+
 // One case: verify, judge, time. A proof that throws gives status "error".
 json run_case(const Case& c, const RunOptions& options);
 

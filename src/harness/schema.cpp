@@ -4,6 +4,7 @@
 
 #include "harness/proof.hpp"
 #include "harness/report.hpp"
+#include "harness/verdict.hpp"
 
 namespace attnconv {
 
@@ -24,14 +25,10 @@ json int_array(std::size_t size, json item) {
 }
 
 json metric_schema(const MetricSpec& metric) {
-  json s = metric.type == "number" ? json{{"type", {"number", "null"}}} : json{{"type", metric.type}};
-  if (!metric.help.empty()) s["description"] = metric.help;
+  json s = metric.type == "number" || metric.nullable ? json{{"type", {metric.type, "null"}}} : json{{"type", metric.type}};
+  const std::string help = (metric.error ? "error metric (a tolerance may name it): " : "") + metric.help;
+  if (!help.empty()) s["description"] = help;
   return s;
-}
-
-std::vector<MetricSpec> metrics_of(const ProofDef& proof) {
-  if (!proof.metrics.empty()) return proof.metrics;
-  return {{"max_abs", "number", "max |claim - reference|"}, {"rel_l2", "number", "relative L2 distance"}};
 }
 
 // {"if": {proof is id}, "then": then}
@@ -102,7 +99,8 @@ json case_file_schema() {
       sweep_properties[spec.name] = {{"type", "array"}, {"minItems", 1}, {"items", param_schema(spec)}};
     json then = {{"properties",
                   {{"params", params_object(*proof, false)},
-                   {"sweep", {{"type", "object"}, {"properties", sweep_properties}, {"additionalProperties", false}}}}}};
+                   {"sweep", {{"type", "object"}, {"properties", sweep_properties}, {"additionalProperties", false}}},
+                   {"tolerance", {{"propertyNames", {{"enum", error_metric_names(*proof)}}}}}}}};
     if (!then["properties"]["params"]["required"].empty()) then["required"] = json::array({"params"});
     per_proof.push_back(when_proof(proof->id, then));
   }
@@ -118,7 +116,7 @@ json case_file_schema() {
         {"params", {{"type", "object"}}},
         {"sweep", {{"type", "object"}, {"description", "parameter -> non-empty list of values (cartesian product)"}}},
         {"tolerance", {{"type", "object"}, {"additionalProperties", {{"type", "number"}, {"minimum", 0}}},
-                       {"description", "metric -> largest value for which the claim holds"}}},
+                       {"description", "error metric -> largest value for which the claim holds"}}},
         {"expect", {{"enum", {"hold", "fail"}}}},
         {"weights", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}},
                      {"description", "tensor name -> .npy path relative to the case file"}}}}},
@@ -141,11 +139,11 @@ json report_schema() {
   json per_proof = json::array();
   for (const auto* proof : all_proofs()) {
     json properties = json::object(), required = json::array();
-    for (const auto& metric : metrics_of(*proof)) {
+    for (const auto& metric : proof->metrics) {
       properties[metric.name] = metric_schema(metric);
       if (metric.always) required.push_back(metric.name);
     }
-    const json metrics = {{"type", "object"}, {"properties", properties}};
+    const json metrics = {{"type", "object"}, {"properties", properties}, {"additionalProperties", false}};
     const json checked_metrics = {{"type", "object"}, {"properties", properties}, {"required", required}};
     per_proof.push_back(when_proof(
         proof->id,
@@ -156,7 +154,7 @@ json report_schema() {
   }
   const json case_schema = {
       {"type", "object"},
-      {"required", {"name", "proof", "params", "status", "metrics", "tolerance", "seconds", "message"}},
+      {"required", {"name", "proof", "params", "status", "verdict", "metrics", "tolerance", "seconds", "message"}},
       {"properties",
        {{"name", {{"type", "string"}, {"minLength", 1}}},
         {"proof", {{"enum", proof_ids()}}},
@@ -167,12 +165,19 @@ json report_schema() {
         {"sweep_point", {{"type", "object"}}},
         {"weights", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
         {"status", {{"enum", {"pass", "fail", "error"}}}},
+        {"verdict", {{"enum", verdict_names},
+                     {"description", "holds: within the tolerance (without one, to round-off); bound holds: within "
+                                     "the proof's bound, above round-off; fails; fails as predicted (the converse, "
+                                     "its predicted failure measured); error: no verdict"}}},
         {"metrics", {{"type", "object"}}},
         {"tolerance", {{"type", "object"}, {"additionalProperties", {{"type", "number"}, {"minimum", 0}}}}},
         {"seconds", {{"type", "number"}, {"minimum", 0}}},
         {"message", {{"type", "string"}}}}},
       {"allOf", per_proof}};
   const json count = non_negative_int();
+  json verdict_counts = {{"type", "object"}, {"properties", json::object()}, {"additionalProperties", false},
+                        {"description", "cases per verdict"}};
+  for (const auto& name : verdict_names) verdict_counts["properties"][name] = count;
   return {
       {"$schema", dialect},
       {"$id", "https://attnconv.invalid/reports/schema.json"},
@@ -200,6 +205,7 @@ json report_schema() {
           {"required", {"total", "passed", "failed", "errored", "seconds"}},
           {"properties",
            {{"total", count}, {"passed", count}, {"failed", count}, {"errored", count},
+            {"verdicts", verdict_counts},
             {"seconds", {{"type", "number"}, {"minimum", 0}}}}}}},
         {"shard",
          {{"type", "object"},

@@ -73,6 +73,8 @@ bad = {
     "bool for int": variant(lambda c: c["params"].update(seed=True)),
     "negative tolerance": variant(lambda c: c.update(tolerance={"max_abs": -1})),
     "tolerance not a number": variant(lambda c: c.update(tolerance={"max_abs": "small"})),
+    "tolerance on a metric that is not an error": variant(lambda c: c.update(tolerance={"alpha": 100})),
+    "tolerance on an unknown metric": variant(lambda c: c.update(tolerance={"max_ab": 1e-9})),
     "bad expect": variant(lambda c: c.update(expect="maybe")),
     "weights not a path": variant(lambda c: c.update(weights={"input": 3})),
     "sweep of an unknown key": variant(lambda c: c.update(sweep={"alfa": [1, 2]})),
@@ -90,6 +92,7 @@ accepted = {
     "padding of 4 sides": variant(lambda c: c["params"].update(padding=[1, 0, 2, 1])),
     "sweep": variant(lambda c: c.update(sweep={"alpha": [1, 2.5], "seed": [1, 2]})),
     "tolerance and expect": variant(lambda c: c.update(tolerance={"max_abs": 1e-9}, expect="hold")),
+    "tolerance on weight_distance": variant(lambda c: c.update(tolerance={"weight_distance": 1e-9})),
     "description": variant(lambda c: c.update(description="text")),
 }
 for label, case in list(bad.items()) + list(accepted.items()):
@@ -136,5 +139,14 @@ for path in reports:
         continue
     errors = list(schemas["report"].iter_errors(load(path)))
     check(not errors, f"{path}: {[(list(e.absolute_path), e.message) for e in errors[:3]]}")
+
+# The report schema is strict: an undeclared metric, a missing verdict or an unknown one is refused.
+full_report = load(reports[0])
+for label, spoil in {"an undeclared metric": lambda c: c["metrics"].update(not_declared=1.0),
+                     "no verdict": lambda c: c.pop("verdict"),
+                     "an unknown verdict": lambda c: c.update(verdict="mostly holds")}.items():
+    spoiled = json.loads(json.dumps(full_report))
+    spoil(spoiled["cases"][0])
+    check(not schemas["report"].is_valid(spoiled), f"the report schema accepts a case with {label}")
 
 finish(f"{len(case_files)} case files, {len(bad) + len(accepted)} loader/schema probes, {len(reports)} reports checked")
