@@ -121,7 +121,8 @@ TEST_CASE("a non-finite tensor, error metric or limit is an error naming it and 
   CHECK(has(limit.message, "the tolerance on max_abs is nan"));
 }
 
-TEST_CASE("end to end: huge alpha gives NaN and an error, never a predicted failure; the summary counts verdicts",
+TEST_CASE("end to end: huge alpha or input gives NaN and an error, never a predicted failure; the summary counts "
+          "verdicts",
           "[verdict]") {
   ScratchDir dir("verdict_cli");
   const json params = {{"image", {6, 6}}, {"kernel", 3}, {"in_channels", 2}, {"out_channels", 3},
@@ -132,14 +133,21 @@ TEST_CASE("end to end: huge alpha gives NaN and an error, never a predicted fail
   f32["name"] = "huge-f32", f32["params"]["alpha"] = 1e300, f32["params"]["dtype"] = "float32";
   json low = {{"name", "low-alpha"}, {"proof", "cordonnier2020.theorem1"}, {"params", params}};
   low["params"]["alpha"] = 0.5;
-  write_text(dir.path / "cases.json", json{{"cases", {f64, f32, low}}}.dump());
+  std::vector<double> input(72, 0.5);
+  input[50] = 1e308;  // finite, but the norms overflow
+  write_npy(dir.path / "x.npy", "<f8", {2, 6, 6}, raw_bytes(input));
+  json big = {{"name", "big-input"}, {"proof", "cordonnier2020.theorem1"}, {"expect", "fail"}, {"params", params},
+              {"weights", {{"input", "x.npy"}}}};
+  write_text(dir.path / "cases.json", json{{"cases", {f64, f32, low, big}}}.dump());
   const CliResult result = run_cli("run " + quoted(dir.path / "cases.json") + " --out " + quoted(dir.path / "out"));
   INFO(result.output);
   CHECK(result.code == 1);
-  CHECK(has(result.output, "1 passed, 0 failed, 2 errored in"));
-  CHECK(has(result.output, "; 1 bound holds, 2 error;"));
+  CHECK(has(result.output, "1 passed, 0 failed, 3 errored in"));
+  CHECK(has(result.output, "; 1 bound holds, 3 error;"));
   const json report = json::parse(read_text(dir.path / "out" / "report.json"));
-  REQUIRE(report["cases"].size() == 3);
+  REQUIRE(report["cases"].size() == 4);
+  CHECK(report["cases"][3]["verdict"] == "error");
+  CHECK(has(report["cases"][3]["message"], "error metric rel_l2 is nan"));
   for (int k : {0, 1}) {
     const json& c = report["cases"][k];
     INFO(c.dump());
@@ -151,7 +159,7 @@ TEST_CASE("end to end: huge alpha gives NaN and an error, never a predicted fail
   CHECK(report["cases"][2]["status"] == "pass");
   CHECK(report["cases"][2]["metrics"]["rel_l2"].get<double>() > 0.5);
   CHECK(report["summary"]["verdicts"] ==
-        json{{"holds", 0}, {"bound holds", 1}, {"fails", 0}, {"fails as predicted", 0}, {"error", 2}});
+        json{{"holds", 0}, {"bound holds", 1}, {"fails", 0}, {"fails as predicted", 0}, {"error", 3}});
 }
 
 TEST_CASE("a tolerance may name any error metric, weight_distance included", "[verdict]") {

@@ -32,6 +32,8 @@ int print_proofs() {
       std::cout << "\n    " << spec.name << " (" << to_string(spec.kind)
                 << (spec.default_value.is_null() ? ", required" : ", default " + spec.default_value.dump()) << ")"
                 << (spec.help.empty() ? "" : ": " + spec.help);
+    std::cout << "\n  error metrics (a tolerance may name them):";
+    for (const auto& name : error_metric_names(*proof)) std::cout << " " << name;
     std::cout << "\n";
   }
   return 0;
