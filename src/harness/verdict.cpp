@@ -130,9 +130,9 @@ Verdict judge(const Case& c, const Outcome& outcome) {
     const bool as_predicted = c.expect == "fail" && gap.empty();
     v.status = as_predicted ? "pass" : "fail";
     v.verdict = as_predicted ? "fails as predicted" : "fails";
-    v.message = as_predicted ? "fails as predicted: " + c.proof + " does not hold here (" + against.exceeded +
-                                   "), and " + predicted_failure_words(outcome)
-                             : "fails: " + c.proof + " does not hold (" + against.exceeded + ")";
+    v.message = as_predicted ? "fails as predicted: the claim of " + c.proof + " does not hold for these parameters (" +
+                                   against.exceeded + "), and " + predicted_failure_words(outcome)
+                             : "fails: the claim of " + c.proof + " does not hold (" + against.exceeded + ")";
     if (c.expect == "fail" && !as_predicted) v.message += "; the case expects a predicted failure, but " + gap;
     v.message += tail;
     return v;
@@ -144,11 +144,11 @@ Verdict judge(const Case& c, const Outcome& outcome) {
   v.verdict = roundoff.holds() ? "holds" : "bound holds";
   v.status = c.expect == "hold" ? "pass" : "fail";
   if (given)
-    v.message = "holds: " + c.proof + " within the case's tolerance (" + against.within + ")";
+    v.message = "holds: the claim of " + c.proof + " holds within the case's tolerance (" + against.within + ")";
   else if (roundoff.holds())
-    v.message = "holds: " + c.proof + " to round-off (" + roundoff.within + ")";
+    v.message = "holds: the claim of " + c.proof + " holds to round-off (" + roundoff.within + ")";
   else
-    v.message = "bound holds: the finite bound of " + c.proof + " holds (" + against.within +
+    v.message = "bound holds: the bound of " + c.proof + " holds (" + against.within +
                 ") but the error is above round-off (" + roundoff.exceeded + "): the claim is approached, not reached, " +
                 where_approached(c);
   if (c.expect == "fail") v.message += "; the case expects the claim to fail";
