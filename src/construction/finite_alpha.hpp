@@ -45,7 +45,7 @@
 
 namespace attnconv {
 
-// eps(alpha) = 4 s (1 + s), s = sum_{n>=1} e^{-alpha n^2}, to 1e-15 relative for
+// eps(alpha) = 4 s (1 + s), s = sum_{n>=1} e^{-alpha n^2}, to 1e-12 relative for
 // every alpha > 0; never (1 + 2s)^2 - 1 (it cancels to 0).
 double attention_leak(double alpha);
 

@@ -91,22 +91,26 @@ std::string where_approached(const Case& c) {
              : "at these parameters";
 }
 
-}  // namespace
-
+// The first non-finite value among the outcome's tensors (with its row-major
+// multi-index), then its error metrics, then the limits, in plain words
+// ("tensor 'actual' has nan at [0, 2, 3]"); empty when all are finite.
 std::string first_non_finite(const Outcome& outcome, const std::vector<std::string>& error_metrics,
-                             const json& tolerance) {
+                             const std::vector<const json*>& limits) {
   for (const NamedTensor& t : outcome.tensors) {
     const std::string found = std::visit([&](const auto& a) { return non_finite_in(t.name, a); }, t.data);
     if (!found.empty()) return found;
   }
+  const auto words = [](const json& value) { return value.is_number() ? number_words(value.get<double>()) : value.dump(); };
   for (const std::string& name : error_metrics)
     if (outcome.metrics.contains(name) && !finite_number(outcome.metrics[name]))
-      return "error metric " + name + " is " +
-             (outcome.metrics[name].is_number() ? number_words(outcome.metrics[name].get<double>()) : outcome.metrics[name].dump());
-  for (const auto& [name, limit] : tolerance.items())
-    if (!finite_number(limit)) return "the tolerance on " + name + " is " + (limit.is_number() ? number_words(limit.get<double>()) : limit.dump());
+      return "error metric " + name + " is " + words(outcome.metrics[name]);
+  for (const json* tolerance : limits)
+    for (const auto& [name, limit] : tolerance->items())
+      if (!finite_number(limit)) return "the tolerance on " + name + " is " + words(limit);
   return "";
 }
+
+}  // namespace
 
 Verdict judge(const Case& c, const Outcome& outcome) {
   const ProofDef* proof = find_proof(c.proof);
@@ -116,8 +120,8 @@ Verdict judge(const Case& c, const Outcome& outcome) {
                 : !outcome.default_tolerance.empty() ? outcome.default_tolerance
                                                      : dtype_tolerance(c.params.value("dtype", "float64"));
   const std::string tail = distance_to_reference(outcome.metrics) + (outcome.message.empty() ? "" : ". " + outcome.message);
-  const std::string non_finite =
-      first_non_finite(outcome, proof ? error_metric_names(*proof) : std::vector<std::string>{}, v.tolerance);
+  const std::string non_finite = first_non_finite(outcome, proof ? error_metric_names(*proof) : std::vector<std::string>{},
+                                                  {&v.tolerance, &outcome.roundoff_tolerance});
   if (!non_finite.empty()) {
     v.status = v.verdict = "error";
     v.message = "error: " + non_finite + ": a non-finite result neither holds nor fails" + tail;

@@ -22,12 +22,6 @@ struct Verdict {
 // float64 {"rel_l2": 1e-10}, float32 {"rel_l2": 1e-4}.
 json dtype_tolerance(const std::string& dtype);
 
-// The first non-finite value among the outcome's tensors (with its position,
-// row-major multi-index), then its error metrics, then the tolerance's limits,
-// in plain words ("tensor 'actual' has nan at [0, 2, 3]"); empty when all are finite.
-std::string first_non_finite(const Outcome& outcome, const std::vector<std::string>& error_metrics,
-                             const json& tolerance);
-
 // "holds": every metric the tolerance names is within it, and, without a case
 // tolerance, within the outcome's round-off tolerance; "bound holds": without
 // a case tolerance, within the proof's default (its bound) but not within

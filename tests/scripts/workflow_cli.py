@@ -72,8 +72,9 @@ check(merged.returncode == 1, f"merge exit code {merged.returncode}, expected 1 
 merged_report = load(os.path.join(work, "merged", "report.json"))
 strip = lambda r: [{k: v for k, v in c.items() if k != "seconds"} for c in r["cases"]]
 check(strip(merged_report) == strip(report), "merged report differs from the unsharded one")
-check({k: merged_report["summary"][k] for k in ("total", "passed", "failed", "errored")} ==
-      {k: report["summary"][k] for k in ("total", "passed", "failed", "errored")}, "merged summary differs")
+check({k: merged_report["summary"][k] for k in ("total", "passed", "failed", "errored", "verdicts")} ==
+      {k: report["summary"][k] for k in ("total", "passed", "failed", "errored", "verdicts")}, "merged summary differs")
+check(sum(report["summary"]["verdicts"].values()) == report["summary"]["total"], "the verdicts do not add up")
 for args, words in (((shard_reports[0], shard_reports[1]), "missing shard"),
                     ((shard_reports[0], shard_reports[0], shard_reports[1], shard_reports[2]), "overlapping"),
                     ((os.path.join(work, "full", "report.json"),), "not a shard report")):
