@@ -82,24 +82,25 @@ TEST_CASE("a converse passes only with its predicted failure measured, finite an
   CHECK(as_predicted.status == "pass");
   CHECK(has(as_predicted.message, "weight_distance = 4.18 >= the predicted floor 4.18 (the Eckart-Young distance)"));
 
-  Outcome short_of_floor = measured;
-  short_of_floor.metrics["weight_distance"] = 1.0;
-  const Verdict below = judge(theorem1_case("fail"), short_of_floor);
-  CHECK(below.verdict == "fails");
-  CHECK(below.status == "fail");
-  CHECK(has(below.message, "below the predicted floor 4.18"));
-
-  Outcome zero = measured;
-  zero.metrics["weight_distance"] = 0.0;
-  zero.predicted_failure->floor = 0;
-  CHECK(judge(theorem1_case("fail"), zero).verdict == "fails");  // a positive distance is required
-
-  Outcome unpredicted = measured;
-  unpredicted.predicted_failure.reset();
-  const Verdict none = judge(theorem1_case("fail"), unpredicted);
-  CHECK(none.verdict == "fails");
-  CHECK(none.status == "fail");
-  CHECK(has(none.message, "predicts no failure"));  // exceeding a tolerance alone is no confirmed converse
+  // Exceeding the tolerance alone is no confirmed converse: each of these fails.
+  struct Unconfirmed {
+    double weight_distance, floor;
+    bool predicted;
+    std::string why;
+  };
+  for (const Unconfirmed& u : {Unconfirmed{1.0, 4.18, true, "below the predicted floor 4.18"},
+                               Unconfirmed{0.0, 0.0, true, "is not a positive failure"},
+                               Unconfirmed{4.18, 4.18, false, "predicts no failure"}}) {
+    Outcome o = measured;
+    o.metrics["weight_distance"] = u.weight_distance;
+    o.predicted_failure->floor = u.floor;
+    if (!u.predicted) o.predicted_failure.reset();
+    const Verdict v = judge(theorem1_case("fail"), o);
+    INFO(v.message);
+    CHECK(v.verdict == "fails");
+    CHECK(v.status == "fail");
+    CHECK(has(v.message, u.why));
+  }
 }
 
 TEST_CASE("a non-finite tensor, error metric or limit is an error naming it and where", "[verdict]") {
