@@ -3,6 +3,7 @@
 // leaves an earlier report byte-identical.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <string>
 
 #include "cli_support.hpp"
@@ -112,4 +113,19 @@ TEST_CASE("sizes: the expanded cases of all files are capped before expanding; -
   for (const std::string shard : {"1/99999999999", "99999999999/99999999999", "1/2x", "+1/2", " 1/2", "1/", "0/3", "2/-3", "3/2"})
     check_refused(dir.path / "out", quoted(dir.path / "small.json") + " --shard '" + shard + "'",
                   {"--shard: expected I/N with 1 <= I <= N <= 2147483647", "got '" + shard + "'"});
+}
+
+TEST_CASE("--filter matches a literal case name with brackets; no match says how to escape", "[hardening]") {
+  const ScratchDir dir("filter");
+  json sweep_case = small_case;
+  sweep_case["sweep"] = {{"alpha", {8, 16}}};
+  write_text(dir.path / "sweep.json", json{{"cases", {sweep_case}}}.dump());
+  const CliResult literal = run_cli("list " + quoted(dir.path / "sweep.json") + " --filter 'c1[alpha=8]'");
+  CHECK(literal.code == 0);
+  CHECK(literal.output.rfind("c1[alpha=8]\t", 0) == 0);
+  CHECK(std::count(literal.output.begin(), literal.output.end(), '\n') == 1);
+  const CliResult escaped = run_cli("list " + quoted(dir.path / "sweep.json") + " --filter 'c1[[]alpha=*]'");
+  CHECK(std::count(escaped.output.begin(), escaped.output.end(), '\n') == 2);
+  check_refused(dir.path / "out", quoted(dir.path / "sweep.json") + " --filter 'c1[alpha=*]'",
+                {"no case matches --filter 'c1[alpha=*]'", "write '[[]' for a literal '['", "--filter 'c1[[]alpha=*]'"});
 }

@@ -1,8 +1,6 @@
 // attnconv: checks published theorems about self-attention and convolution,
 // case by case. DESIGN.md, "CLI": run / list / proofs; exit 0 all passed,
 // 1 a case failed or errored, 2 bad usage or bad input (nothing run).
-#include <fnmatch.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -10,6 +8,7 @@
 #include "cli/workflow.hpp"
 #include "harness/case_loader.hpp"
 #include "harness/errors.hpp"
+#include "harness/name_filter.hpp"
 #include "harness/resources.hpp"
 #include "harness/runner.hpp"
 
@@ -21,7 +20,7 @@ std::vector<Case> select(std::vector<Case> cases, const std::string& filter) {
   if (filter.empty()) return cases;
   std::vector<Case> kept;
   for (auto& c : cases)
-    if (fnmatch(filter.c_str(), c.name.c_str(), 0) == 0) kept.push_back(std::move(c));
+    if (name_matches(filter, c.name)) kept.push_back(std::move(c));
   return kept;
 }
 
@@ -88,12 +87,13 @@ int main(int argc, char** argv) {
   try {
     const double memory_limit = max_memory.empty() ? default_max_memory() : parse_size(max_memory);
     const std::vector<Case> cases = select(load_cases(paths), filter);
+    if (cases.empty())
+      throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + filter + "'" + no_match_hint(filter)));
     if (list->parsed()) {
       for (const auto& c : cases)
         std::cout << c.name << "\t" << c.proof << "\t" << c.file << "\t" << format_bytes(case_memory_estimate(c)) << "\n";
       return 0;
     }
-    if (cases.empty()) throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + filter + "'"));
     options.out_dir = out_dir, options.dump_dir = dump_dir;
     options.max_memory = memory_limit;
     const std::vector<Case> to_run = prepare_run(cases, workflow, options);

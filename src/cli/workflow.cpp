@@ -8,6 +8,7 @@
 #include "harness/errors.hpp"
 #include "harness/junit.hpp"
 #include "harness/merge.hpp"
+#include "harness/name_filter.hpp"
 #include "harness/schema.hpp"
 #include "harness/shard.hpp"
 
@@ -61,7 +62,11 @@ int plot(const WorkflowOptions& options) {
   plot_options.filter = options.plot_filter;
   const auto written = plot_report(read_report(options.reports.at(0)).report, plot_options);
   for (const auto& file : written) std::cout << file << "\n";
-  if (written.empty()) std::cerr << "attnconv plot: nothing to plot in " << options.reports.at(0) << "\n";
+  if (written.empty())
+    std::cerr << "attnconv plot: nothing to plot in " << options.reports.at(0)
+              << (options.plot_filter.empty() ? "" : " matching --filter '" + options.plot_filter + "'" +
+                                                         no_match_hint(options.plot_filter))
+              << "\n";
   return 0;
 }
 
