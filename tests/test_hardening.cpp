@@ -1,13 +1,20 @@
 // Inputs that must not crash, hang or destroy data, through the attnconv
 // program: each refusal exits 2 with a message naming what is wrong and
 // leaves an earlier report byte-identical.
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <string>
 
 #include "cli_support.hpp"
+#include "harness/atomic_file.hpp"
 #include "harness/quote.hpp"
+#include "harness/signal_cleanup.hpp"
 
 namespace {
 
@@ -128,4 +135,59 @@ TEST_CASE("--filter matches a literal case name with brackets; no match says how
   CHECK(std::count(escaped.output.begin(), escaped.output.end(), '\n') == 2);
   check_refused(dir.path / "out", quoted(dir.path / "sweep.json") + " --filter 'c1[alpha=*]'",
                 {"no case matches --filter 'c1[alpha=*]'", "write '[[]' for a literal '['", "--filter 'c1[[]alpha=*]'"});
+}
+
+namespace {
+
+std::vector<fs::path> temporary_files(const fs::path& dir) {
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos) found.push_back(entry.path());
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("a signal removes the temporary file of an atomic write and ends the process by that signal", "[hardening]") {
+  const ScratchDir dir("signal_cleanup");
+  // A registered file is removed by SIGTERM, the process dies by SIGTERM.
+  const fs::path registered = dir.path / "registered";
+  const pid_t child = fork();
+  if (child == 0) {
+    attnconv::install_signal_cleanup();
+    const attnconv::RemoveOnSignal remove(registered.string());
+    std::ofstream(registered) << "x";
+    ::raise(SIGTERM);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM));
+  CHECK_FALSE(fs::exists(registered));
+
+  // SIGINT while write_file_atomic writes 256 MB: no report.json.tmp.* stays
+  // behind, and report.json is the earlier one or the complete new one.
+  const fs::path report = dir.path / "report.json";
+  write_text(report, sentinel);
+  const std::size_t size = std::size_t(256) << 20;
+  const pid_t writer = fork();
+  if (writer == 0) {
+    attnconv::install_signal_cleanup();
+    attnconv::write_file_atomic(report.string(), std::string(size, 'r'));
+    _exit(0);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (temporary_files(dir.path).empty() && std::chrono::steady_clock::now() < deadline && waitpid(writer, &status, WNOHANG) == 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const bool seen = !temporary_files(dir.path).empty();
+  ::kill(writer, SIGINT);
+  waitpid(writer, &status, 0);
+  CHECK(seen);
+  CHECK(temporary_files(dir.path).empty());
+  if (WIFSIGNALED(status)) {
+    CHECK(WTERMSIG(status) == SIGINT);
+    CHECK(read_text(report) == sentinel);
+  } else {
+    CHECK(fs::file_size(report) == size);  // finished before the signal
+  }
 }

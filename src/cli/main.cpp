@@ -11,6 +11,7 @@
 #include "harness/name_filter.hpp"
 #include "harness/resources.hpp"
 #include "harness/runner.hpp"
+#include "harness/signal_cleanup.hpp"
 
 namespace {
 
@@ -39,6 +40,7 @@ int print_proofs() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  install_signal_cleanup();
   CLI::App app{"attnconv: numerical checks of theorems relating self-attention and convolution"};
   app.require_subcommand(1);
 

@@ -61,7 +61,7 @@ struct Child {
 };
 
 [[noreturn]] void run_child(const Case& c, const RunOptions& options, int fd, pid_t parent) {
-  for (const int signal : {SIGINT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL})
     std::signal(signal, SIG_DFL);  // a crash ends the child, whatever handlers the parent had
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a killed parent
   if (getppid() != parent) _exit(3);
