@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <sstream>
 #include <thread>
 #include <nlohmann/json.hpp>
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "cli_support.hpp"
 #include "harness/atomic_file.hpp"
+#include "harness/output_lock.hpp"
 #include "harness/quote.hpp"
 #include "harness/signal_cleanup.hpp"
 
@@ -190,4 +192,134 @@ TEST_CASE("a signal removes the temporary file of an atomic write and ends the p
   } else {
     CHECK(fs::file_size(report) == size);  // finished before the signal
   }
+}
+
+namespace {
+
+// The text of each file, or "<none>".
+std::vector<std::string> snapshot(const std::vector<fs::path>& files) {
+  std::vector<std::string> texts;
+  for (const auto& file : files) texts.push_back(fs::is_regular_file(file) ? read_text(file) : "<none>");
+  return texts;
+}
+
+// `attnconv ARGS` exits 2 with every part of `expect`, and leaves `unchanged` as they were.
+void check_refused_cli(const std::string& args, const std::vector<std::string>& expect, const std::vector<fs::path>& unchanged) {
+  const auto before = snapshot(unchanged);
+  const CliResult result = run_cli(args);
+  INFO("args: " << args << "\noutput: " << result.output);
+  CHECK(result.code == 2);
+  for (const auto& part : expect) CHECK(contains(result.output, part));
+  CHECK(snapshot(unchanged) == before);
+}
+
+json sweep_of_two() {
+  json c = small_case;
+  c["sweep"] = {{"alpha", {8, 16}}};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("no command overwrites its own input or output (canonical paths), refused before running", "[hardening]") {
+  const ScratchDir dir("collisions");
+  const fs::path cases = dir.path / "small.json", out = dir.path / "out", report = out / "report.json";
+  write_text(cases, json{{"cases", {sweep_of_two()}}}.dump());
+  write_text(report, sentinel);
+  const std::vector<fs::path> kept{cases, report, out / "report.journal.jsonl", out / "report.lock"};
+  const std::string run = "run " + quoted(cases) + " --out " + quoted(out) + " ";
+  check_refused_cli(run + "--junit " + quoted(report), {"--junit", "is the report", "never overwrites"}, kept);
+  check_refused_cli(run + "--junit " + quoted(dir.path / "out" / ".." / "out" / "." / "report.json"), {"is the report"}, kept);
+  check_refused_cli(run + "--junit " + quoted(cases), {"--junit", "is case file", "small.json"}, kept);
+  check_refused_cli(run + "--junit " + quoted(out / "report.journal.jsonl"), {"--junit", "is the journal"}, kept);
+  check_refused_cli(run + "--dump-tensors " + quoted(dir.path / "dump") + " --junit " + quoted(dir.path / "dump" / "c1[alpha=8]" / "input.npy"),
+                    {"--junit", "inside the --dump-tensors folder of case 'c1[alpha=8]'"}, kept);
+  // the out folder's report is a case's dump folder
+  json named_report = small_case;
+  named_report["name"] = "report.json";
+  write_text(dir.path / "named.json", json{{"cases", {named_report}}}.dump());
+  check_refused_cli("run " + quoted(dir.path / "named.json") + " --out " + quoted(out) + " --dump-tensors " + quoted(out),
+                    {"the report", "inside the --dump-tensors folder of case 'report.json'"}, kept);
+  // a weights file inside the folder its case dumps into
+  json weighted = small_case;
+  weighted["weights"] = {{"input", "dump/c1/input.npy"}};
+  write_npy(dir.path / "dump" / "c1" / "input.npy", "<f8", {2, 6, 6}, raw_bytes(std::vector<double>(72, 0.5)));
+  write_text(dir.path / "weighted.json", json{{"cases", {weighted}}}.dump());
+  check_refused_cli("run " + quoted(dir.path / "weighted.json") + " --out " + quoted(out) + " --dump-tensors " + quoted(dir.path / "dump"),
+                    {"weights.input of case 'c1'", "inside the --dump-tensors folder of case 'c1'"},
+                    {report, dir.path / "dump" / "c1" / "input.npy"});
+
+  // merge: --out or --junit naming one of its shard reports
+  const fs::path shard1 = dir.path / "s1" / "report.json", shard2 = dir.path / "s2" / "report.json";
+  REQUIRE(run_cli("run " + quoted(cases) + " --quiet --shard 1/2 --out " + quoted(shard1.parent_path())).code == 0);
+  REQUIRE(run_cli("run " + quoted(cases) + " --quiet --shard 2/2 --out " + quoted(shard2.parent_path())).code == 0);
+  const std::string merge = "merge " + quoted(shard1) + " " + quoted(shard2);
+  check_refused_cli(merge + " --out " + quoted(shard1.parent_path()), {"the merged report", "is the shard report"}, {shard1, shard2});
+  check_refused_cli(merge + " --out " + quoted(dir.path / "m") + " --junit " + quoted(shard2), {"--junit", "is the shard report"},
+                    {shard1, shard2});
+  check_refused_cli(merge + " --out " + quoted(dir.path / "m") + " --junit " + quoted(dir.path / "m" / "report.json"),
+                    {"--junit", "is the merged report"}, {shard1, shard2});
+  CHECK_FALSE(fs::exists(dir.path / "m"));
+}
+
+TEST_CASE("a lock on --out: a live run's folder is refused naming its pid; a stale lock is taken over", "[hardening]") {
+  const ScratchDir dir("lock");
+  const fs::path cases = dir.path / "small.json", out = dir.path / "out";
+  write_text(cases, json{{"cases", {small_case}}}.dump());
+  {
+    std::ostringstream notes;
+    const auto lock = attnconv::OutputLock::acquire(out.string(), notes);  // this process is the live run
+    check_refused(out, quoted(cases), {"another attnconv (pid " + std::to_string(::getpid()) + ")", "report.lock"});
+    CHECK(notes.str().empty());
+  }
+  CHECK_FALSE(fs::exists(out / "report.lock"));  // released
+  write_text(out / "report.lock", "999999\n");   // left by a process that died (no flock held)
+  const CliResult taken = run_cli("run " + quoted(cases) + " --quiet --out " + quoted(out));
+  INFO(taken.output);
+  CHECK(taken.code == 0);
+  CHECK(contains(taken.output, "taking over the lock"));
+  CHECK(contains(taken.output, "left by pid 999999"));
+  CHECK(json::parse(read_text(out / "report.json"))["summary"]["passed"] == 1);
+  CHECK_FALSE(fs::exists(out / "report.lock"));
+}
+
+TEST_CASE("outputs are checked before running; a write that fails after the run exits 3 and keeps the journal", "[hardening]") {
+  const ScratchDir dir("unwritable");
+  const fs::path cases = dir.path / "small.json", out = dir.path / "out";
+  write_text(cases, json{{"cases", {small_case}}}.dump());
+  fs::create_directories(dir.path / "folder_report" / "report.json");
+  const CliResult folder = run_cli("run " + quoted(cases) + " --out " + quoted(dir.path / "folder_report"));
+  CHECK(folder.code == 2);
+  CHECK(contains(folder.output, "report.json cannot be written: it is a folder"));
+  CHECK_FALSE(fs::exists(dir.path / "folder_report" / "report.journal.jsonl"));
+  check_refused(out, quoted(cases) + " --junit " + quoted(cases / "junit.xml"),
+                {"--junit", "cannot be written", "small.json is not a folder"});
+
+  // The junit path becomes a folder while the case runs: exit 3, the report
+  // and the journal stay, and --resume writes the rest without recomputing.
+  json slow = small_case;
+  slow["params"] = {{"image", {40, 40}}, {"kernel", 5}, {"in_channels", 2}, {"out_channels", 2}, {"heads", 25},
+                    {"head_dim", 2}, {"padding", 2}, {"engine", "dense"}};  // ~0.5 s
+  write_text(cases, json{{"cases", {slow}}}.dump());
+  const fs::path junit = dir.path / "j" / "junit.xml";
+  CliResult late;
+  std::thread running([&] { late = run_cli("run " + quoted(cases) + " --quiet --out " + quoted(out) + " --junit " + quoted(junit)); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!fs::exists(out / "report.journal.jsonl") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  fs::create_directories(junit / "in-the-way");
+  running.join();
+  INFO(late.output);
+  CHECK(late.code == 3);
+  CHECK(contains(late.output, "junit.xml"));
+  CHECK(contains(late.output, "--resume"));
+  CHECK(fs::exists(out / "report.journal.jsonl"));
+  CHECK_FALSE(fs::exists(out / "report.lock"));
+  fs::remove_all(junit);
+  const CliResult resumed = run_cli("run " + quoted(cases) + " --quiet --resume --out " + quoted(out) + " --junit " + quoted(junit));
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK(contains(read_text(junit), "<testcase"));
+  CHECK(json::parse(read_text(out / "report.json"))["run"]["resumed_cases"] == 1);
+  CHECK_FALSE(fs::exists(out / "report.journal.jsonl"));
 }

@@ -1,14 +1,17 @@
 // attnconv: checks published theorems about self-attention and convolution,
 // case by case. DESIGN.md, "CLI": run / list / proofs; exit 0 all passed,
-// 1 a case failed or errored, 2 bad usage or bad input (nothing run).
+// 1 a case failed or errored, 2 bad usage or bad input (nothing run), 3 the
+// cases ran but a result could not be written (the journal kept for --resume).
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 
+#include "cli/output_checks.hpp"
 #include "cli/workflow.hpp"
 #include "harness/case_loader.hpp"
 #include "harness/errors.hpp"
 #include "harness/name_filter.hpp"
+#include "harness/output_lock.hpp"
 #include "harness/resources.hpp"
 #include "harness/runner.hpp"
 #include "harness/signal_cleanup.hpp"
@@ -100,6 +103,8 @@ int main(int argc, char** argv) {
     options.max_memory = memory_limit;
     const std::vector<Case> to_run = prepare_run(cases, workflow, options);
     check_memory(to_run, memory_limit);
+    check_run_outputs(to_run, options, workflow.junit);
+    const OutputLock lock = OutputLock::acquire(out_dir, std::cerr);
     const json report = run_cases(to_run, options);
     if (report.value("interrupted", false)) {
       std::cerr << "attnconv: interrupted by " << report["interrupted_by"].get<std::string>() << ": "
@@ -112,6 +117,9 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     std::cerr << "attnconv: " << e.what() << "\n";
     return 2;
+  } catch (const OutputError& e) {
+    std::cerr << "attnconv: " << e.what() << "\n";
+    return 3;
   } catch (const std::exception& e) {
     std::cerr << "attnconv: " << e.what() << "\n";
     return 2;
