@@ -95,6 +95,16 @@ TEST_CASE("a value nested 100000 levels deep is refused, in every part of a case
   CHECK(overflow.code == 2);
   CHECK(contains(overflow.output, "number overflow parsing '111"));
   CHECK(overflow.output.size() < 400);
+
+  // a report nested 100000 levels deep, given to merge and plot
+  write_text(dir.path / "deep_report.json", "{\"cases\": [{\"metrics\": " + deep + "}]}");
+  for (const std::string command : {"merge", "plot"}) {
+    const CliResult report = run_cli(command + " " + quoted(dir.path / "deep_report.json") + " --out " + quoted(dir.path / "m"));
+    INFO(report.output);
+    CHECK(report.code == 2);
+    CHECK(contains(report.output, "deep_report.json: nested deeper than 64"));
+  }
+  CHECK_FALSE(fs::exists(dir.path / "m"));
 }
 
 TEST_CASE("sizes: the expanded cases of all files are capped before expanding; --shard parsed strictly", "[hardening]") {
@@ -231,6 +241,8 @@ TEST_CASE("no command overwrites its own input or output (canonical paths), refu
   check_refused_cli(run + "--junit " + quoted(report), {"--junit", "is the report", "never overwrites"}, kept);
   check_refused_cli(run + "--junit " + quoted(dir.path / "out" / ".." / "out" / "." / "report.json"), {"is the report"}, kept);
   check_refused_cli(run + "--junit " + quoted(cases), {"--junit", "is case file", "small.json"}, kept);
+  fs::create_symlink(report, dir.path / "link.xml");
+  check_refused_cli(run + "--junit " + quoted(dir.path / "link.xml"), {"--junit", "link.xml is the report"}, kept);
   check_refused_cli(run + "--junit " + quoted(out / "report.journal.jsonl"), {"--junit", "is the journal"}, kept);
   check_refused_cli(run + "--dump-tensors " + quoted(dir.path / "dump") + " --junit " + quoted(dir.path / "dump" / "c1[alpha=8]" / "input.npy"),
                     {"--junit", "inside the --dump-tensors folder of case 'c1[alpha=8]'"}, kept);
@@ -240,6 +252,12 @@ TEST_CASE("no command overwrites its own input or output (canonical paths), refu
   write_text(dir.path / "named.json", json{{"cases", {named_report}}}.dump());
   check_refused_cli("run " + quoted(dir.path / "named.json") + " --out " + quoted(out) + " --dump-tensors " + quoted(out),
                     {"the report", "inside the --dump-tensors folder of case 'report.json'"}, kept);
+  // a case name too long for a dump folder
+  json long_name = small_case;
+  long_name["name"] = std::string(300, 'n');
+  write_text(dir.path / "long.json", json{{"cases", {long_name}}}.dump());
+  check_refused_cli("run " + quoted(dir.path / "long.json") + " --out " + quoted(out) + " --dump-tensors " + quoted(dir.path / "dump"),
+                    {"--dump-tensors folder of case 'nnn", "cannot be written", "longer than 255 bytes"}, kept);
   // a weights file inside the folder its case dumps into
   json weighted = small_case;
   weighted["weights"] = {{"input", "dump/c1/input.npy"}};

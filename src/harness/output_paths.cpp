@@ -1,5 +1,6 @@
 #include "harness/output_paths.hpp"
 
+#include <limits.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +9,7 @@
 #include <map>
 
 #include "harness/errors.hpp"
+#include "harness/quote.hpp"
 
 namespace attnconv {
 
@@ -26,6 +28,10 @@ std::string named(const NamedPath& p) { return p.what + " " + p.path; }
 
 // Why `path` cannot be written as a file, or empty.
 std::string unwritable(const fs::path& path) {
+  for (const auto& part : path)
+    if (part.native().size() > NAME_MAX)
+      return "the name '" + clip(part.string()) + "' is longer than " + std::to_string(NAME_MAX) + " bytes";
+  if (path.native().size() >= PATH_MAX) return "the path is longer than " + std::to_string(PATH_MAX - 1) + " bytes";
   std::error_code error;
   if (fs::is_directory(path, error)) return "it is a folder";
   fs::path folder = path.parent_path();
