@@ -4,13 +4,13 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <sstream>
-#include <thread>
 #include <nlohmann/json.hpp>
-#include <algorithm>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "cli_support.hpp"
 #include "harness/atomic_file.hpp"
@@ -23,31 +23,33 @@ namespace {
 using namespace attnconv::testing;
 using json = nlohmann::json;
 
-const json small_case = {{"name", "c1"},
-                         {"proof", "cordonnier2020.theorem1"},
-                         {"params",
-                          {{"image", {6, 6}},
-                           {"kernel", 3},
-                           {"in_channels", 2},
-                           {"out_channels", 3},
-                           {"heads", 9},
-                           {"head_dim", 3},
-                           {"padding", 1}}}};
+const json small_case = small_theorem1_case();
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 const std::string sentinel = "{\"sentinel\": true}\n";
 
-// Runs `run ARGS --out OUT` over a sentinel OUT/report.json: exit 2, every
-// part of `expect` in the message, the sentinel untouched, no journal.
-void check_refused(const fs::path& out, const std::string& args, const std::vector<std::string>& expect) {
-  write_text(out / "report.json", sentinel);
-  const CliResult result = run_cli("run " + args + " --out " + quoted(out));
-  INFO("args: " << args.substr(0, 300) << "\noutput: " << result.output.substr(0, 2000));
+// The text of each file, or "<none>".
+std::vector<std::string> snapshot(const std::vector<fs::path>& files) {
+  std::vector<std::string> texts;
+  for (const auto& file : files) texts.push_back(fs::is_regular_file(file) ? read_text(file) : "<none>");
+  return texts;
+}
+
+// `attnconv ARGS` exits 2 with every part of `expect`, and leaves `unchanged` as they were.
+void check_refused_cli(const std::string& args, const std::vector<std::string>& expect, const std::vector<fs::path>& unchanged) {
+  const auto before = snapshot(unchanged);
+  const CliResult result = run_cli(args);
+  INFO("args: " << args << "\noutput: " << result.output);
   CHECK(result.code == 2);
   for (const auto& part : expect) CHECK(contains(result.output, part));
-  CHECK(read_text(out / "report.json") == sentinel);
-  CHECK_FALSE(fs::exists(out / "report.journal.jsonl"));
+  CHECK(snapshot(unchanged) == before);
+}
+
+// `run ARGS --out OUT` over a sentinel OUT/report.json: refused, the sentinel untouched, no journal.
+void check_refused(const fs::path& out, const std::string& args, const std::vector<std::string>& expect) {
+  write_text(out / "report.json", sentinel);
+  check_refused_cli("run " + args + " --out " + quoted(out), expect, {out / "report.json", out / "report.journal.jsonl"});
 }
 
 }  // namespace
@@ -205,23 +207,6 @@ TEST_CASE("a signal removes the temporary file of an atomic write and ends the p
 }
 
 namespace {
-
-// The text of each file, or "<none>".
-std::vector<std::string> snapshot(const std::vector<fs::path>& files) {
-  std::vector<std::string> texts;
-  for (const auto& file : files) texts.push_back(fs::is_regular_file(file) ? read_text(file) : "<none>");
-  return texts;
-}
-
-// `attnconv ARGS` exits 2 with every part of `expect`, and leaves `unchanged` as they were.
-void check_refused_cli(const std::string& args, const std::vector<std::string>& expect, const std::vector<fs::path>& unchanged) {
-  const auto before = snapshot(unchanged);
-  const CliResult result = run_cli(args);
-  INFO("args: " << args << "\noutput: " << result.output);
-  CHECK(result.code == 2);
-  for (const auto& part : expect) CHECK(contains(result.output, part));
-  CHECK(snapshot(unchanged) == before);
-}
 
 json sweep_of_two() {
   json c = small_case;
