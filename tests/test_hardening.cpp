@@ -231,6 +231,13 @@ TEST_CASE("no command overwrites its own input or output (canonical paths), refu
   check_refused_cli(run + "--junit " + quoted(out / "report.journal.jsonl"), {"--junit", "is the journal"}, kept);
   check_refused_cli(run + "--dump-tensors " + quoted(dir.path / "dump") + " --junit " + quoted(dir.path / "dump" / "c1[alpha=8]" / "input.npy"),
                     {"--junit", "inside the --dump-tensors folder of case 'c1[alpha=8]'"}, kept);
+  check_refused_cli(run + "--junit " + quoted(out), {"--junit", "cannot be written: it is a folder"}, kept);
+  check_refused_cli("run " + quoted(cases) + " --out " + quoted(dir.path / "new") + " --junit " + quoted(dir.path / "new"),
+                    {"--junit", "is --out", "a folder this command makes"}, kept);
+  CHECK_FALSE(fs::exists(dir.path / "new"));
+  check_refused_cli(run + "--dump-tensors " + quoted(dir.path / "d") + " --junit " + quoted(dir.path / "d"),
+                    {"--junit", "is --dump-tensors", "a folder this command makes"}, kept);
+  check_refused_cli("plot " + quoted(report) + " --out " + quoted(cases), {"--out", "small.json is not a folder"}, kept);
   // the out folder's report is a case's dump folder
   json named_report = small_case;
   named_report["name"] = "report.json";

@@ -37,13 +37,19 @@ void check_run_outputs(const std::vector<Case>& cases, const RunOptions& options
     if (!options.dump_dir.empty())
       folders.push_back({"the --dump-tensors folder of case '" + c.name + "'", (fs::path(options.dump_dir) / c.name).string()});
   }
-  check_outputs(inputs, folder_outputs(options.out_dir, "the report", true, junit), folders);
+  std::vector<NamedPath> made{{"--out", options.out_dir}};
+  if (!options.dump_dir.empty()) made.push_back({"--dump-tensors", options.dump_dir});
+  check_outputs(inputs, folder_outputs(options.out_dir, "the report", true, junit), made, folders);
 }
 
 void check_merge_outputs(const std::vector<std::string>& reports, const std::string& out_dir, const std::string& junit) {
   std::vector<NamedPath> inputs;
   for (const auto& report : reports) inputs.push_back({"the shard report", report});
-  check_outputs(inputs, folder_outputs(out_dir, "the merged report", false, junit));
+  check_outputs(inputs, folder_outputs(out_dir, "the merged report", false, junit), {{"--out", out_dir}});
+}
+
+void check_plot_outputs(const std::string& report, const std::string& out_dir) {
+  check_outputs({{"the report", report}}, {}, {{"--out", out_dir}});
 }
 
 }  // namespace attnconv

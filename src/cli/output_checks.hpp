@@ -1,5 +1,5 @@
 #pragma once
-// What `run` and `merge` read and write, checked before anything runs or is
+// What `run`, `merge` and `plot` read and write, checked before anything runs or is
 // written (harness/output_paths.hpp): no output over an input or another
 // output, every output writable.
 #include <string>
@@ -16,5 +16,8 @@ void check_run_outputs(const std::vector<Case>& cases, const RunOptions& options
 
 // merge: the shard reports; OUT/report.json, the lock and --junit.
 void check_merge_outputs(const std::vector<std::string>& reports, const std::string& out_dir, const std::string& junit);
+
+// plot: the report; the --out folder.
+void check_plot_outputs(const std::string& report, const std::string& out_dir);
 
 }  // namespace attnconv

@@ -64,6 +64,7 @@ int merge(const WorkflowOptions& options) {
 }
 
 int plot(const WorkflowOptions& options) {
+  check_plot_outputs(options.reports.at(0), options.plot_out);
   PlotOptions plot_options;
   plot_options.out_dir = options.plot_out;
   plot_options.filter = options.plot_filter;

@@ -44,7 +44,7 @@ std::string unwritable(const fs::path& path) {
 }  // namespace
 
 void check_outputs(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs,
-                   const std::vector<NamedPath>& output_folders) {
+                   const std::vector<NamedPath>& made_folders, const std::vector<NamedPath>& output_folders) {
   std::map<fs::path, const NamedPath*> folders;
   for (const auto& folder : output_folders) folders.emplace(canonical_path(folder.path), &folder);
   std::map<fs::path, const NamedPath*> seen;
@@ -67,6 +67,12 @@ void check_outputs(const std::vector<NamedPath>& inputs, const std::vector<Named
       throw InputError(named(output) + " is inside " + named(*folder) + ", which this command also writes; choose another path");
     if (const std::string why = unwritable(path); !why.empty()) throw InputError(named(output) + " cannot be written: " + why);
     seen.emplace(path, &output);
+  }
+  for (const auto& made : made_folders) {
+    const fs::path path = canonical_path(made.path);
+    if (const auto found = seen.find(path); found != seen.end())
+      throw InputError(named(*found->second) + " is " + named(made) + ", a folder this command makes; choose another path");
+    folders.emplace(path, &made);
   }
   for (const auto& [path, folder] : folders)
     if (const std::string why = unwritable(path / "file"); !why.empty())

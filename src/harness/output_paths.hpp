@@ -16,9 +16,12 @@ struct NamedPath {
   std::string path;
 };
 
+// `made_folders`: folders the command makes (--out): no input or output file
+// may be one. `output_folders`: folders it makes and fills with files of any
+// name (a case's --dump-tensors folder): nothing else may be inside one.
 // Throws InputError naming both sides of the first collision, or the output
 // that cannot be written, and why.
 void check_outputs(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs,
-                   const std::vector<NamedPath>& output_folders = {});
+                   const std::vector<NamedPath>& made_folders, const std::vector<NamedPath>& output_folders = {});
 
 }  // namespace attnconv

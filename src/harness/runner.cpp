@@ -69,7 +69,12 @@ json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
   Journal journal = options.resume ? Journal::resume(journal_path, cases, entries) : Journal::start(journal_path, cases);
   const std::size_t resumed = std::size_t(std::count_if(entries.begin(), entries.end(), [](const auto& e) { return bool(e); }));
   const int stop = execute_cases(cases, options, entries, [&](std::size_t i) {
-    journal.append(i, *entries[i]);
+    try {
+      journal.append(i, *entries[i]);
+    } catch (const std::exception& e) {
+      throw OutputError(std::string(e.what()) + "; the cases finished before are kept in " + journal.path() +
+                        ": run the same command again with --resume to continue");
+    }
     if (options.on_case_finished) options.on_case_finished(*entries[i]);
   });
   json not_run = json::array();
