@@ -7,7 +7,9 @@ Usage: hardening_cli.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR
 """
 import json
 import os
+import signal
 import subprocess
+import time
 import xml.etree.ElementTree as ET
 
 from cli_check import binary, check, finish, load, work
@@ -59,5 +61,30 @@ os.close(read_end)
 listed = subprocess.run([binary, "list", small], stdout=write_end, stderr=write_end, timeout=300)
 os.close(write_end)
 check(listed.returncode in (0, 1), f"list into a closed pipe: exit {listed.returncode}")
+
+# The lock on --out between two real processes, and SIGHUP (which `run` does
+# not turn into an interrupted report) removing the lock and temporary files.
+slow = os.path.join(work, "slow.json")
+with open(slow, "w") as f:  # about 1 s
+    json.dump({"cases": [dict(probe, name="slow", params={"image": [52, 52], "kernel": 5, "in_channels": 2,
+                                                         "out_channels": 2, "heads": 25, "head_dim": 2,
+                                                         "padding": 2, "engine": "dense"})]}, f)
+out = os.path.join(work, "locked")
+lock = os.path.join(out, "report.lock")
+first = subprocess.Popen([binary, "run", slow, "--out", out, "--quiet"], stderr=subprocess.DEVNULL)
+deadline = time.monotonic() + 20
+while not os.path.exists(os.path.join(out, "report.journal.jsonl")) and time.monotonic() < deadline:
+    time.sleep(0.001)
+second = subprocess.run([binary, "run", small, "--out", out, "--quiet"], capture_output=True, text=True, timeout=300)
+check(second.returncode == 2 and f"another attnconv (pid {first.pid})" in second.stderr,
+      f"a second run into a live run's folder: exit {second.returncode}: {second.stderr}")
+first.send_signal(signal.SIGHUP)
+first.wait(timeout=60)
+check(first.returncode == -signal.SIGHUP, f"run after SIGHUP: exit {first.returncode}, expected death by SIGHUP")
+check(not os.path.exists(lock), "SIGHUP left the lock behind")
+check(not [n for n in os.listdir(out) if ".tmp." in n], f"SIGHUP left temporary files: {os.listdir(out)}")
+check(os.path.exists(os.path.join(out, "report.journal.jsonl")), "SIGHUP removed the journal (needed by --resume)")
+resumed = subprocess.run([binary, "run", slow, "--out", out, "--quiet", "--resume"], capture_output=True, text=True, timeout=300)
+check(resumed.returncode == 0, f"--resume after SIGHUP: exit {resumed.returncode}: {resumed.stderr}")
 
 finish()
