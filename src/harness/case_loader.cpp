@@ -183,8 +183,8 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   // Sweep: one case per point of the cartesian product, first key slowest.
   const json sweep = object.value("sweep", json::object());
   if (!sweep.is_object()) fail("sweep", "must be an object of parameter -> list of values");
-  std::size_t count = 0;
-  count_cases(object, file, index, count);
+  std::size_t this_object_only = 0;
+  count_cases(object, file, index, this_object_only);  // expand_case alone (the fuzzer) is capped too
   std::vector<json> points{json::object()};
   for (const auto& [key, values] : sweep.items()) {
     const ParamSpec* spec = find_spec(*proof, key);
