@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -60,6 +61,14 @@ inline void write_npy(const fs::path& path, const std::string& descr, const std:
 
 template <class T> std::string raw_bytes(const std::vector<T>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+// A Theorem 1 case that runs in milliseconds: 6x6 image, 3x3 kernel, 9 heads.
+inline nlohmann::json small_theorem1_case() {
+  return {{"name", "c1"},
+          {"proof", "cordonnier2020.theorem1"},
+          {"params",
+           {{"image", {6, 6}}, {"kernel", 3}, {"in_channels", 2}, {"out_channels", 3}, {"heads", 9}, {"head_dim", 3}, {"padding", 1}}}};
 }
 
 struct CliResult {

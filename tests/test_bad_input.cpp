@@ -16,16 +16,7 @@ namespace {
 using namespace attnconv::testing;
 using json = nlohmann::json;
 
-const json base_case = {{"name", "c1"},
-                        {"proof", "cordonnier2020.theorem1"},
-                        {"params",
-                         {{"image", {6, 6}},
-                          {"kernel", 3},
-                          {"in_channels", 2},
-                          {"out_channels", 3},
-                          {"heads", 9},
-                          {"head_dim", 3},
-                          {"padding", 1}}}};
+const json base_case = small_theorem1_case();
 
 // `base` with `patch` applied (RFC 7396: null removes a key).
 json patched(json base, const json& patch) {

@@ -3,6 +3,7 @@
 // attnconv program (exit 130) and --resume.
 // Test-only proofs sleep, crash or throw on demand.
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -13,6 +14,7 @@
 #include "cli_support.hpp"
 #include "harness/case_loader.hpp"
 #include "harness/errors.hpp"
+#include "harness/executor.hpp"
 #include "harness/runner.hpp"
 
 namespace {
@@ -112,6 +114,32 @@ TEST_CASE("a case over --timeout is stopped and reported as an error; the others
   CHECK_THAT(report["cases"][0]["message"].get<std::string>(), Catch::Contains("timed out") && Catch::Contains("--timeout 0.5"));
   CHECK(report["cases"][1]["status"] == "pass");
   CHECK(exit_code(report) == 1);
+}
+
+TEST_CASE("any accepted --timeout sleeps: the parent's CPU time stays tiny while a case runs", "[executor]") {
+  for (const double left : {1e-4, 0.05, 1.0, 2.2e6, 9.99e8, 1e300}) {
+    INFO("seconds left: " << left);
+    CHECK(poll_wait_ms(left) >= 1);
+    CHECK(poll_wait_ms(left) <= 200);
+  }
+  CHECK(poll_wait_ms(1e9) == 200);
+  CHECK(poll_wait_ms(0.05) == 51);
+  CHECK(poll_wait_ms(0) == 0);
+  CHECK(poll_wait_ms(-3) == 0);
+
+  const ScratchDir dir("executor_long_timeout");
+  RunOptions options;
+  options.out_dir = dir.path.string();
+  options.timeout_seconds = 5e8;  // int(seconds * 1000) would overflow
+  const auto cpu_seconds = [] {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);  // this process only, not the case's child
+    return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + 1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  };
+  const double cpu_before = cpu_seconds();
+  const json report = run_cases(cases_of({sleep_case("sleeps", 0.6)}), options);
+  CHECK(report["cases"][0]["status"] == "pass");
+  CHECK(cpu_seconds() - cpu_before < 0.15);  // a spinning wait loop burns ~0.6 s
 }
 
 TEST_CASE("a crash or an exception is isolated to its case", "[executor]") {

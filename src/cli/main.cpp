@@ -1,17 +1,20 @@
 // attnconv: checks published theorems about self-attention and convolution,
 // case by case. DESIGN.md, "CLI": run / list / proofs; exit 0 all passed,
-// 1 a case failed or errored, 2 bad usage or bad input (nothing run).
-#include <fnmatch.h>
-
+// 1 a case failed or errored, 2 bad usage or bad input (nothing run), 3 the
+// cases ran but a result could not be written (the journal kept for --resume).
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 
+#include "cli/output_checks.hpp"
 #include "cli/workflow.hpp"
 #include "harness/case_loader.hpp"
 #include "harness/errors.hpp"
+#include "harness/name_filter.hpp"
+#include "harness/output_lock.hpp"
 #include "harness/resources.hpp"
 #include "harness/runner.hpp"
+#include "harness/signal_cleanup.hpp"
 
 namespace {
 
@@ -21,7 +24,7 @@ std::vector<Case> select(std::vector<Case> cases, const std::string& filter) {
   if (filter.empty()) return cases;
   std::vector<Case> kept;
   for (auto& c : cases)
-    if (fnmatch(filter.c_str(), c.name.c_str(), 0) == 0) kept.push_back(std::move(c));
+    if (name_matches(filter, c.name)) kept.push_back(std::move(c));
   return kept;
 }
 
@@ -42,6 +45,7 @@ int print_proofs() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  install_signal_cleanup();
   CLI::App app{"attnconv: numerical checks of theorems relating self-attention and convolution"};
   app.require_subcommand(1);
 
@@ -90,16 +94,19 @@ int main(int argc, char** argv) {
   try {
     const double memory_limit = max_memory.empty() ? default_max_memory() : parse_size(max_memory);
     const std::vector<Case> cases = select(load_cases(paths), filter);
+    if (cases.empty())
+      throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + filter + "'" + no_match_hint(filter)));
     if (list->parsed()) {
       for (const auto& c : cases)
         std::cout << c.name << "\t" << c.proof << "\t" << c.file << "\t" << format_bytes(case_memory_estimate(c)) << "\n";
       return 0;
     }
-    if (cases.empty()) throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + filter + "'"));
     options.out_dir = out_dir, options.dump_dir = dump_dir;
     options.max_memory = memory_limit;
     const std::vector<Case> to_run = prepare_run(cases, workflow, options);
     check_memory(to_run, memory_limit);
+    check_run_outputs(to_run, options, workflow.junit);
+    const OutputLock lock = OutputLock::acquire(out_dir, std::cerr);
     const json report = run_cases(to_run, options);
     if (report.value("interrupted", false)) {
       std::cerr << "attnconv: interrupted by " << report["interrupted_by"].get<std::string>() << ": "
@@ -112,6 +119,9 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     std::cerr << "attnconv: " << e.what() << "\n";
     return 2;
+  } catch (const OutputError& e) {
+    std::cerr << "attnconv: " << e.what() << "\n";
+    return 3;
   } catch (const std::exception& e) {
     std::cerr << "attnconv: " << e.what() << "\n";
     return 2;

@@ -1,6 +1,5 @@
 #include "cli/plot.hpp"
 
-#include <fnmatch.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 
 #include "construction/theorem1.hpp"
 #include "harness/errors.hpp"
+#include "harness/name_filter.hpp"
 #include "harness/short_number.hpp"
 #include "harness/params.hpp"
 #include "harness/sweep_fit.hpp"
@@ -266,7 +266,7 @@ std::optional<Figure> cost_figure(const nlohmann::json& c) {
 }
 
 bool selected(const nlohmann::json& c, const PlotOptions& options) {
-  return options.filter.empty() || fnmatch(options.filter.c_str(), c.value("name", "").c_str(), 0) == 0;
+  return options.filter.empty() || name_matches(options.filter, c.value("name", ""));
 }
 
 }  // namespace

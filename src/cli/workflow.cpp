@@ -3,11 +3,14 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/output_checks.hpp"
 #include "cli/plot.hpp"
 #include "harness/atomic_file.hpp"
 #include "harness/errors.hpp"
 #include "harness/junit.hpp"
 #include "harness/merge.hpp"
+#include "harness/name_filter.hpp"
+#include "harness/output_lock.hpp"
 #include "harness/schema.hpp"
 #include "harness/shard.hpp"
 
@@ -44,24 +47,34 @@ void write_junit(const json& report, const std::string& file) {
 }
 
 int merge(const WorkflowOptions& options) {
+  check_merge_outputs(options.reports, options.merge_out, options.junit);
   std::vector<ShardReport> shards;
   for (const auto& path : options.reports) shards.push_back(read_report(path));
   const json merged = merge_reports(shards);
-  std::filesystem::create_directories(options.merge_out);
-  write_file_atomic((std::filesystem::path(options.merge_out) / "report.json").string(), merged.dump(2) + "\n");
-  write_junit(merged, options.junit);
+  const OutputLock lock = OutputLock::acquire(options.merge_out, std::cerr);
+  try {
+    write_file_atomic((std::filesystem::path(options.merge_out) / "report.json").string(), merged.dump(2) + "\n");
+    write_junit(merged, options.junit);
+  } catch (const std::exception& e) {
+    throw OutputError(std::string(e.what()) + "; the shard reports are unchanged: run the merge again");
+  }
   std::cerr << summary_line(merged["summary"]) << " (merged from " << shards.size() << " shards); report: "
             << options.merge_out << "/report.json\n";
   return exit_code(merged);
 }
 
 int plot(const WorkflowOptions& options) {
+  check_plot_outputs(options.reports.at(0), options.plot_out);
   PlotOptions plot_options;
   plot_options.out_dir = options.plot_out;
   plot_options.filter = options.plot_filter;
   const auto written = plot_report(read_report(options.reports.at(0)).report, plot_options);
   for (const auto& file : written) std::cout << file << "\n";
-  if (written.empty()) std::cerr << "attnconv plot: nothing to plot in " << options.reports.at(0) << "\n";
+  if (written.empty())
+    std::cerr << "attnconv plot: nothing to plot in " << options.reports.at(0)
+              << (options.plot_filter.empty() ? "" : " matching --filter '" + options.plot_filter + "'" +
+                                                         no_match_hint(options.plot_filter))
+              << "\n";
   return 0;
 }
 
@@ -78,6 +91,9 @@ std::optional<int> run_workflow_command(WorkflowOptions& options) {
   } catch (const InputError& e) {
     std::cerr << "attnconv: " << e.what() << "\n";
     return 2;
+  } catch (const OutputError& e) {
+    std::cerr << "attnconv: " << e.what() << "\n";
+    return 3;
   } catch (const std::exception& e) {
     std::cerr << "attnconv: " << e.what() << "\n";
     return 1;
@@ -94,12 +110,12 @@ std::vector<Case> prepare_run(const std::vector<Case>& cases, WorkflowOptions& o
   }
   options.progress = std::make_shared<Progress>(to_run.size(), std::cerr, Progress::stderr_is_terminal(), !options.quiet);
   run.on_case_finished = [progress = options.progress](const json& entry) { progress->case_finished(entry); };
+  run.write_more_outputs = [junit = options.junit](const json& report) { write_junit(report, junit); };
   return to_run;
 }
 
 void finish_run(const json& report, WorkflowOptions& options, const std::string& out_dir) {
   if (options.progress) options.progress->finish();
-  write_junit(report, options.junit);
   std::cerr << summary_line(report["summary"]) << "; report: " << out_dir << "/report.json"
             << (options.junit.empty() ? "" : "; JUnit: " + options.junit) << "\n";
 }

@@ -33,11 +33,11 @@ void add_workflow_commands(CLI::App& app, WorkflowOptions& options);
 // The exit code of merge/plot/schema when one of them was given, else nullopt.
 std::optional<int> run_workflow_command(WorkflowOptions& options);
 
-// Before run_cases: selects the shard and hooks the shard record and the
-// progress lines into `run`. Returns the cases to run.
+// Before run_cases: selects the shard and hooks the shard record, the
+// progress lines and the JUnit file into `run`. Returns the cases to run.
 std::vector<Case> prepare_run(const std::vector<Case>& cases, WorkflowOptions& options, RunOptions& run);
 
-// After run_cases: the JUnit file and the summary line.
+// After run_cases: the summary line.
 void finish_run(const json& report, WorkflowOptions& options, const std::string& out_dir);
 
 }  // namespace attnconv

@@ -7,7 +7,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
+
+#include "harness/signal_cleanup.hpp"
 
 namespace attnconv {
 
@@ -15,7 +18,13 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   const std::filesystem::path target(path);
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
   std::string temp = path + ".tmp.XXXXXX";
-  const int fd = mkstemp(temp.data());
+  std::optional<RemoveOnSignal> remove_on_signal;
+  int fd = -1;
+  {
+    const BlockCleanupSignals blocked;
+    fd = mkstemp(temp.data());
+    if (fd >= 0) remove_on_signal.emplace(temp);
+  }
   if (fd < 0) throw std::runtime_error("cannot create a temporary file beside " + path + ": " + std::strerror(errno));
   const auto fail = [&](const char* what) {
     const std::string reason = std::strerror(errno);

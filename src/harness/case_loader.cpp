@@ -13,6 +13,7 @@
 #include "harness/errors.hpp"
 #include "harness/json_reader.hpp"
 #include "harness/npy_check.hpp"
+#include "harness/quote.hpp"
 
 namespace attnconv {
 
@@ -52,8 +53,34 @@ std::string known_proofs() {
   return join(ids);
 }
 
-// More cases than this from one case object is a typo, not a plan.
+// More expanded cases than this in one run (over all its files) is a typo,
+// not a plan; counted before any case is expanded.
 constexpr std::size_t max_expanded_cases = 100000;
+
+// The number of cases `object` expands to (the product of the lengths of its
+// sweep lists), saturating at max_expanded_cases + 1 so that it cannot
+// overflow; a malformed sweep counts 1 (expand_case reports it).
+std::size_t expanded_count(const json& object) {
+  if (!object.is_object() || !object.contains("sweep") || !object["sweep"].is_object()) return 1;
+  constexpr std::size_t over = max_expanded_cases + 1;
+  std::size_t count = 1;
+  for (const auto& [key, values] : object["sweep"].items()) {
+    const std::size_t n = values.is_array() ? std::max<std::size_t>(values.size(), 1) : 1;
+    count = count > over / n ? over : std::min(count * n, over);
+  }
+  return count;
+}
+
+// Adds the cases of `object` to the run's count; refuses a run over the cap.
+void count_cases(const json& object, const std::string& file, std::size_t index, std::size_t& run_total) {
+  run_total = std::min(run_total + expanded_count(object), max_expanded_cases + 1);
+  if (run_total <= max_expanded_cases) return;
+  const std::string label = object.is_object() && object.contains("name") && object["name"].is_string()
+                                ? "case '" + clip(object["name"].get<std::string>()) + "'"
+                                : "case #" + std::to_string(index + 1);
+  throw InputError(file + ": " + label + ": key 'sweep': the run expands to more than " +
+                   std::to_string(max_expanded_cases) + " cases (over all its case files); split it into several runs");
+}
 
 // Every "weights" entry of an expanded case against the proof's declared
 // tensors: known name, readable .npy of the case's dtype and shape, finite.
@@ -95,11 +122,11 @@ std::string sweep_label(const json& value) { return value.is_string() ? value.ge
 std::vector<Case> expand_case(const json& object, const std::string& file, std::size_t index) {
   std::string label = "case #" + std::to_string(index + 1);
   if (object.is_object() && object.contains("name") && object["name"].is_string())
-    label = "case '" + object["name"].get<std::string>() + "'";
+    label = "case '" + clip(object["name"].get<std::string>()) + "'";
   const auto fail = [&](const std::string& key, const std::string& message) -> void {
-    throw InputError(file + ": " + label + ": key '" + key + "': " + message);
+    throw InputError(file + ": " + label + ": key '" + clip(key) + "': " + message);
   };
-  if (!object.is_object()) throw InputError(file + ": " + label + ": a case must be a JSON object, got " + object.dump());
+  if (!object.is_object()) throw InputError(file + ": " + label + ": a case must be a JSON object, got " + quote(object));
 
   for (const auto& [key, value] : object.items())
     if (std::find(case_keys.begin(), case_keys.end(), key) == case_keys.end())
@@ -151,27 +178,27 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
                                    "; a tolerance may name only its error metrics: " + join(error_metrics));
     }
     if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0)
-      fail("tolerance." + key, "must be a finite number >= 0, got " + value.dump());
+      fail("tolerance." + key, "must be a finite number >= 0, got " + quote(value));
   }
 
   c.expect = object.value("expect", json("hold")).is_string() ? object.value("expect", std::string("hold")) : "";
-  if (c.expect != "hold" && c.expect != "fail") fail("expect", "must be \"hold\" or \"fail\", got " + object["expect"].dump());
+  if (c.expect != "hold" && c.expect != "fail") fail("expect", "must be \"hold\" or \"fail\", got " + quote(object["expect"]));
 
   c.weights = object.value("weights", json::object());
   if (!c.weights.is_object()) fail("weights", "must be an object of tensor name -> .npy path");
   for (const auto& [key, value] : c.weights.items())
-    if (!value.is_string()) fail("weights." + key, "must be a path (string) to a .npy file, got " + value.dump());
+    if (!value.is_string()) fail("weights." + key, "must be a path (string) to a .npy file, got " + quote(value));
 
   // Sweep: one case per point of the cartesian product, first key slowest.
   const json sweep = object.value("sweep", json::object());
   if (!sweep.is_object()) fail("sweep", "must be an object of parameter -> list of values");
+  std::size_t this_object_only = 0;
+  count_cases(object, file, index, this_object_only);  // expand_case alone (the fuzzer) is capped too
   std::vector<json> points{json::object()};
   for (const auto& [key, values] : sweep.items()) {
     const ParamSpec* spec = find_spec(*proof, key);
     if (!spec) fail("sweep." + key, "unknown parameter of " + c.proof + suggestion(key, param_names(*proof)));
     if (!values.is_array() || values.empty()) fail("sweep." + key, "must be a non-empty list of values");
-    if (points.size() * values.size() > max_expanded_cases)
-      fail("sweep." + key, "the sweep expands to more than " + std::to_string(max_expanded_cases) + " cases");
     for (const auto& v : values)
       if (auto error = check_param(*spec, v); !error.empty()) fail("sweep." + key, error);
     std::vector<json> next;
@@ -209,7 +236,30 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   return cases;
 }
 
-std::vector<Case> load_case_file(const std::string& path) {
+namespace {
+
+// The cases of one file; `run_total` counts the cases of the whole run.
+std::vector<Case> load_text(const std::string& text, const std::string& path, std::size_t& run_total) {
+  const json document = parse_case_json(text, path);
+  if (!document.is_object()) throw InputError(path + ": the top level must be a JSON object with \"cases\": [...]");
+  for (const auto& [key, value] : document.items())
+    if (key != "cases" && key != "description" && key != "$schema")
+      throw InputError(path + ": key '" + clip(key) + "': unknown top-level key" +
+                       suggestion(key, {"cases", "description", "$schema"}));
+  if (!document.contains("cases") || !document["cases"].is_array())
+    throw InputError(path + ": key 'cases': must be a list of cases");
+  for (std::size_t k = 0; k < document["cases"].size(); ++k) count_cases(document["cases"][k], path, k, run_total);
+  std::vector<Case> cases;
+  std::set<std::string> names;
+  for (std::size_t k = 0; k < document["cases"].size(); ++k)
+    for (auto& c : expand_case(document["cases"][k], path, k)) {
+      if (!names.insert(c.name).second) throw InputError(path + ": case '" + clip(c.name) + "': key 'name': duplicate case name");
+      cases.push_back(std::move(c));
+    }
+  return cases;
+}
+
+std::vector<Case> load_file(const std::string& path, std::size_t& run_total) {
   std::error_code error;
   if (fs::exists(path, error) && !fs::is_regular_file(path, error)) throw InputError(path + ": not a regular file");
   std::ifstream stream(path, std::ios::binary);
@@ -217,26 +267,19 @@ std::vector<Case> load_case_file(const std::string& path) {
   std::ostringstream text;
   text << stream.rdbuf();
   if (stream.bad()) throw InputError(path + ": cannot read the file");
-  return load_case_text(text.str(), path);
+  return load_text(text.str(), path, run_total);
+}
+
+}  // namespace
+
+std::vector<Case> load_case_file(const std::string& path) {
+  std::size_t run_total = 0;
+  return load_file(path, run_total);
 }
 
 std::vector<Case> load_case_text(const std::string& text, const std::string& path) {
-  const json document = parse_case_json(text, path);
-  if (!document.is_object()) throw InputError(path + ": the top level must be a JSON object with \"cases\": [...]");
-  for (const auto& [key, value] : document.items())
-    if (key != "cases" && key != "description" && key != "$schema")
-      throw InputError(path + ": key '" + key + "': unknown top-level key" +
-                       suggestion(key, {"cases", "description", "$schema"}));
-  if (!document.contains("cases") || !document["cases"].is_array())
-    throw InputError(path + ": key 'cases': must be a list of cases");
-  std::vector<Case> cases;
-  std::set<std::string> names;
-  for (std::size_t k = 0; k < document["cases"].size(); ++k)
-    for (auto& c : expand_case(document["cases"][k], path, k)) {
-      if (!names.insert(c.name).second) throw InputError(path + ": case '" + c.name + "': key 'name': duplicate case name");
-      cases.push_back(std::move(c));
-    }
-  return cases;
+  std::size_t run_total = 0;
+  return load_text(text, path, run_total);
 }
 
 std::vector<Case> load_cases(const std::vector<std::string>& paths) {
@@ -257,10 +300,11 @@ std::vector<Case> load_cases(const std::vector<std::string>& paths) {
   }
   std::vector<Case> cases;
   std::set<std::string> names;
+  std::size_t run_total = 0;
   for (const auto& file : files)
-    for (auto& c : load_case_file(file)) {
+    for (auto& c : load_file(file, run_total)) {
       if (!names.insert(c.name).second)
-        throw InputError(file + ": case '" + c.name + "': key 'name': duplicate case name (also in another file)");
+        throw InputError(file + ": case '" + clip(c.name) + "': key 'name': duplicate case name (also in another file)");
       cases.push_back(std::move(c));
     }
   return cases;

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -59,7 +61,7 @@ struct Child {
 };
 
 [[noreturn]] void run_child(const Case& c, const RunOptions& options, int fd, pid_t parent) {
-  for (const int signal : {SIGINT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL})
     std::signal(signal, SIG_DFL);  // a crash ends the child, whatever handlers the parent had
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a killed parent
   if (getppid() != parent) _exit(3);
@@ -114,6 +116,12 @@ void kill_child(Child& child) {
 
 }  // namespace
 
+int poll_wait_ms(double seconds_left) {
+  // In double until clamped: int(seconds_left * 1000) overflows from 2.1e6 s.
+  if (!(seconds_left > 0)) return 0;
+  return int(std::min(200.0, std::floor(seconds_left * 1000) + 1));
+}
+
 std::string signal_description(int signal) {
   const char* abbrev = sigabbrev_np(signal);
   const char* description = strsignal(signal);
@@ -164,12 +172,10 @@ int execute_cases(const std::vector<Case>& cases, const RunOptions& options,
     if (running.empty()) break;
 
     // Wait for output, an exit, a deadline or a signal.
-    int wait_ms = 200;
+    int wait_ms = poll_wait_ms(std::numeric_limits<double>::infinity());
     if (options.timeout_seconds > 0)
-      for (const auto& child : running) {
-        const double left = options.timeout_seconds - seconds_since(child.start);
-        wait_ms = std::min(wait_ms, std::max(0, int(left * 1000) + 1));
-      }
+      for (const auto& child : running)
+        wait_ms = std::min(wait_ms, poll_wait_ms(options.timeout_seconds - seconds_since(child.start)));
     std::vector<pollfd> fds;
     for (const auto& child : running) fds.push_back({child.fd, POLLIN, 0});
     const int ready = poll(fds.data(), fds.size(), wait_ms);

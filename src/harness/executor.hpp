@@ -17,6 +17,11 @@ namespace attnconv {
 int execute_cases(const std::vector<Case>& cases, const RunOptions& options,
                   std::vector<std::optional<json>>& entries, const std::function<void(std::size_t)>& on_finished);
 
+// How long the parent sleeps in poll() for a case with `seconds_left` before
+// its deadline: at most 200 ms (to notice exits and signals), down to 0 at the
+// deadline; a positive wait for any positive time left, however large.
+int poll_wait_ms(double seconds_left);
+
 // "SIGSEGV (Segmentation fault)"
 std::string signal_description(int signal);
 

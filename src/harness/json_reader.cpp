@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "harness/errors.hpp"
+#include "harness/quote.hpp"
 
 namespace attnconv {
 
@@ -32,11 +33,13 @@ class StrictReader {
   bool binary(json::binary_t& v) { return value(), dom_.binary(v); }
   bool start_object(std::size_t n) {
     value();
+    check_depth();
     frames_.push_back({false});
     return dom_.start_object(n);
   }
   bool start_array(std::size_t n) {
     value();
+    check_depth();
     frames_.push_back({true});
     return dom_.start_array(n);
   }
@@ -46,7 +49,7 @@ class StrictReader {
     Frame& top = frames_.back();
     top.key = k;
     if (!top.keys.insert(k).second)
-      throw InputError(where() + "key '" + key_path() + "': appears twice in one object (JSON keeps only the last)");
+      throw InputError(where() + "key '" + clip(key_path()) + "': appears twice in one object (JSON keeps only the last)");
     return dom_.key(k);
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
@@ -58,9 +61,9 @@ class StrictReader {
     std::size_t line = 1, column = 1;
     for (std::size_t k = 0; k + 1 < position && k < text_.size(); ++k)
       text_[k] == '\n' ? (++line, column = 1) : ++column;
-    const std::string key = frames_.empty() || key_path(true).empty() ? "" : "key '" + key_path(true) + "': ";
+    const std::string key = frames_.empty() || key_path(true).empty() ? "" : "key '" + clip(key_path(true)) + "': ";
     throw InputError(path_ + ": malformed JSON at line " + std::to_string(line) + ", column " + std::to_string(column) +
-                     ": " + (case_label().empty() ? "" : case_label() + ": ") + key + what);
+                     ": " + (case_label().empty() ? "" : case_label() + ": ") + key + clip(what));
   }
 
  private:
@@ -71,6 +74,14 @@ class StrictReader {
     std::set<std::string> keys = {};
     bool started = false;
   };
+
+  // Deeper values are refused while parsing: copying or printing them
+  // recurses once per level (nlohmann::json), which overflows the stack.
+  void check_depth() const {
+    if (frames_.size() >= max_json_depth)
+      throw InputError(where() + "key '" + clip(key_path()) + "': nested deeper than " +
+                       std::to_string(max_json_depth) + " arrays or objects");
+  }
 
   // A value starts: arrays count their elements.
   void value() {
@@ -84,7 +95,7 @@ class StrictReader {
   std::string case_label() const {
     if (frames_.size() < 3 || !in_cases()) return "";
     const auto found = case_names_.find(frames_[1].index);
-    return found != case_names_.end() ? "case '" + found->second + "'" : "case #" + std::to_string(frames_[1].index + 1);
+    return found != case_names_.end() ? "case '" + clip(found->second) + "'" : "case #" + std::to_string(frames_[1].index + 1);
   }
 
   bool in_cases() const { return frames_.size() >= 2 && frames_[0].key == "cases" && frames_[1].array; }

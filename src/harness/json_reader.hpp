@@ -8,6 +8,10 @@
 
 namespace attnconv {
 
+// Arrays and objects nested deeper than this are refused (no case file or
+// report needs more than a handful of levels).
+constexpr std::size_t max_json_depth = 64;
+
 // Throws InputError.
 nlohmann::json parse_case_json(const std::string& text, const std::string& path);
 

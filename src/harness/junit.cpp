@@ -2,15 +2,46 @@
 
 #include <cstdio>
 #include <map>
+#include <utility>
 #include <vector>
 
 namespace attnconv {
 
+namespace {
+
+// The code point of the UTF-8 sequence at text[k], and its length; -1 for a
+// byte that does not start a well-formed sequence (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF).
+std::pair<long, std::size_t> decode_utf8(const std::string& text, std::size_t k) {
+  const auto byte = [&](std::size_t i) { return k + i < text.size() ? static_cast<unsigned char>(text[k + i]) : 0u; };
+  const unsigned lead = byte(0);
+  if (lead < 0x80) return {long(lead), 1};
+  const std::size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+  if (length == 0 || lead > 0xF4) return {-1, 1};
+  long code = long(lead & (0x7F >> length));
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return {-1, 1};
+    code = (code << 6) | long(byte(i) & 0x3F);
+  }
+  static constexpr long smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return {-1, 1};
+  return {code, length};
+}
+
+// XML 1.0, section 2.2: Char ::= #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
+bool xml_char(long code) {
+  return code == 0x9 || code == 0xA || code == 0xD || (code >= 0x20 && code <= 0xD7FF) ||
+         (code >= 0xE000 && code <= 0xFFFD) || (code >= 0x10000 && code <= 0x10FFFF);
+}
+
+}  // namespace
+
 std::string xml_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (const char ch : text) {
-    switch (ch) {
+  for (std::size_t k = 0; k < text.size();) {
+    const auto [code, length] = decode_utf8(text, k);
+    switch (code) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
@@ -20,11 +51,12 @@ std::string xml_escape(const std::string& text) {
       case '\n': out += "&#10;"; break;
       case '\r': out += "&#13;"; break;
       default:
-        if (static_cast<unsigned char>(ch) < 0x20)
-          out += "\xEF\xBF\xBD";  // U+FFFD: XML 1.0 has no way to write these
+        if (xml_char(code))
+          out.append(text, k, length);
         else
-          out += ch;
+          out += "\xEF\xBF\xBD";  // U+FFFD: XML 1.0 has no way to write these
     }
+    k += length;
   }
   return out;
 }

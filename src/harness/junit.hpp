@@ -10,9 +10,10 @@ namespace attnconv {
 
 std::string junit_xml(const nlohmann::json& report);
 
-// XML 1.0 text/attribute escaping: & < > " ' as entities, and characters XML
-// 1.0 forbids (control characters other than tab, newline and carriage
-// return) replaced by U+FFFD.
+// XML 1.0 text/attribute escaping: & < > " ' as entities, and what XML 1.0
+// cannot hold (control characters other than tab, newline and carriage
+// return, U+FFFE, U+FFFF, and bytes that are not well-formed UTF-8) replaced
+// by U+FFFD, so the document is well-formed for any input.
 std::string xml_escape(const std::string& text);
 
 }  // namespace attnconv

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "harness/errors.hpp"
+#include "harness/json_reader.hpp"
 #include "harness/report.hpp"
 
 namespace attnconv {
@@ -31,7 +32,12 @@ ShardReport read_report(const std::string& path) {
   std::ifstream stream(path);
   if (!stream) throw InputError(path + ": cannot read the file");
   try {
-    return {path, json::parse(stream)};
+    const auto shallow = [&](int depth, json::parse_event_t, json&) {
+      if (std::size_t(depth) > max_json_depth)
+        throw InputError(path + ": nested deeper than " + std::to_string(max_json_depth) + " arrays or objects");
+      return true;
+    };
+    return {path, json::parse(stream, shallow)};
   } catch (const json::parse_error& e) {
     throw InputError(path + ": malformed JSON: " + e.what());
   }

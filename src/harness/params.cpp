@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "harness/quote.hpp"
+
 namespace attnconv {
 
 std::string to_string(ParamKind kind) {
@@ -51,13 +53,13 @@ bool all_integers(const json& value, std::size_t size) {
 }  // namespace
 
 std::string check_param(const ParamSpec& spec, const json& value) {
-  const std::string expected = "must be " + to_string(spec.kind) + ", got " + value.dump();
+  const std::string expected = "must be " + to_string(spec.kind) + ", got " + quote(value);
   switch (spec.kind) {
     case ParamKind::integer:
       if (!value.is_number_integer()) return expected;
       return check_bounds(spec, value.get<double>());
     case ParamKind::number:
-      if (!value.is_number() || !std::isfinite(value.get<double>())) return "must be a finite number, got " + value.dump();
+      if (!value.is_number() || !std::isfinite(value.get<double>())) return "must be a finite number, got " + quote(value);
       return check_bounds(spec, value.get<double>());
     case ParamKind::boolean:
       return value.is_boolean() ? "" : expected;
@@ -67,7 +69,7 @@ std::string check_param(const ParamSpec& spec, const json& value) {
           std::find(spec.choices.begin(), spec.choices.end(), value.get<std::string>()) == spec.choices.end()) {
         std::string list;
         for (const auto& c : spec.choices) list += (list.empty() ? "" : ", ") + json(c).dump();
-        return "must be one of " + list + ", got " + value.dump();
+        return "must be one of " + list + ", got " + quote(value);
       }
       return "";
     case ParamKind::int_pair: {
@@ -79,12 +81,12 @@ std::string check_param(const ParamSpec& spec, const json& value) {
     }
     case ParamKind::padding: {
       if (value.is_string())
-        return value == "same" || value == "valid" ? "" : "must be \"same\" or \"valid\" when a string, got " + value.dump();
+        return value == "same" || value == "valid" ? "" : "must be \"same\" or \"valid\" when a string, got " + quote(value);
       if (value.is_number_integer()) return value.get<double>() >= 0 ? check_bounds(spec, value.get<double>())
-                                                                     : "must be >= 0, got " + value.dump();
+                                                                     : "must be >= 0, got " + quote(value);
       if (!all_integers(value, 2) && !all_integers(value, 4)) return expected;
       for (const auto& v : value) {
-        if (v.get<double>() < 0) return "must be >= 0 on every side, got " + value.dump();
+        if (v.get<double>() < 0) return "must be >= 0 on every side, got " + quote(value);
         if (auto e = check_bounds(spec, v.get<double>()); !e.empty()) return e;
       }
       return "";

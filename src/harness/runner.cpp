@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "harness/atomic_file.hpp"
+#include "harness/errors.hpp"
 #include "harness/executor.hpp"
 #include "harness/journal.hpp"
 #include "harness/npy.hpp"
@@ -77,7 +78,12 @@ json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
   Journal journal = options.resume ? Journal::resume(journal_path, cases, entries) : Journal::start(journal_path, cases);
   const std::size_t resumed = std::size_t(std::count_if(entries.begin(), entries.end(), [](const auto& e) { return bool(e); }));
   const int stop = execute_cases(cases, options, entries, [&](std::size_t i) {
-    journal.append(i, *entries[i]);
+    try {
+      journal.append(i, *entries[i]);
+    } catch (const std::exception& e) {
+      throw OutputError(std::string(e.what()) + "; the cases finished before are kept in " + journal.path() +
+                        ": run the same command again with --resume to continue");
+    }
     if (options.on_case_finished) options.on_case_finished(*entries[i]);
   });
   json not_run = json::array();
@@ -101,8 +107,14 @@ json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
   }
   update_summary(report, seconds_since(start));
   if (stop) report["summary"]["not_run"] = not_run.size();
-  write_file_atomic((out / "report.json").string(),
-                    report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  try {
+    write_file_atomic((out / "report.json").string(), report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+    if (!stop && options.write_more_outputs) options.write_more_outputs(report);
+  } catch (const std::exception& e) {
+    throw OutputError(std::string(e.what()) + "; the " + std::to_string(report["cases"].size()) +
+                      " finished cases are kept in " + journal.path() +
+                      ": run the same command again with --resume to write the results without recomputing them");
+  }
   if (!stop) journal.remove();
   return report;
 }

@@ -13,6 +13,7 @@ struct RunOptions {
   std::string dump_dir;  // empty: no tensor dumps
   json report_fields = json::object();                 // extra top-level report fields (e.g. "shard")
   std::function<void(const json&)> on_case_finished;   // called with each case's entry (progress)
+  std::function<void(const json&)> write_more_outputs; // after report.json, before the journal goes (--junit)
   int jobs = 1;                 // cases run at once, each in its own process
   double timeout_seconds = 0;   // per case; 0: none
   double max_memory = 0;        // bytes the running cases may need together; 0: no limit
@@ -31,7 +32,8 @@ json run_case(const Case& c, const RunOptions& options);
 // All cases, each in a child process (executor.hpp), journaled as each
 // finishes; writes DIR/report.json atomically and returns it. A SIGINT or
 // SIGTERM ends the run with a report of the finished cases marked
-// "interrupted": true (the journal stays, for --resume).
+// "interrupted": true (the journal stays, for --resume). When report.json or
+// write_more_outputs cannot be written, throws OutputError and keeps the journal.
 json run_cases(const std::vector<Case>& cases, const RunOptions& options);
 
 // 0 when every case passed, 1 otherwise (DESIGN.md exit codes); an

@@ -1,20 +1,29 @@
 #include "harness/shard.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 
 #include "harness/errors.hpp"
+#include "harness/quote.hpp"
 
 namespace attnconv {
 
 Shard parse_shard(const std::string& text) {
+  // Each number whole and within int: from_chars refuses spaces, '+' and
+  // values out of range instead of wrapping them.
   Shard shard;
-  char slash = 0, extra = 0;
-  const int matched = std::sscanf(text.c_str(), "%d%c%d%c", &shard.index, &slash, &shard.count, &extra);
-  if (matched != 3 || slash != '/' || shard.count < 1 || shard.index < 1 || shard.index > shard.count)
-    throw InputError("--shard: expected I/N with 1 <= I <= N (e.g. 2/8), got '" + text + "'");
+  const char* const end = text.data() + text.size();
+  const auto slash = std::find(text.data(), end, '/');
+  const auto index = std::from_chars(text.data(), slash, shard.index);
+  const auto count = slash == end ? std::from_chars_result{end, std::errc::invalid_argument}
+                                  : std::from_chars(slash + 1, end, shard.count);
+  if (index.ec != std::errc() || index.ptr != slash || count.ec != std::errc() || count.ptr != end || shard.count < 1 || shard.index < 1 || shard.index > shard.count)
+    throw InputError("--shard: expected I/N with 1 <= I <= N <= " + std::to_string(std::numeric_limits<int>::max()) +
+                     " (e.g. 2/8), got '" + clip(text) + "'");
   return shard;
 }
 

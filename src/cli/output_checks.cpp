@@ -1,0 +1,55 @@
+#include "cli/output_checks.hpp"
+
+#include <filesystem>
+#include <set>
+
+#include "harness/output_lock.hpp"
+#include "harness/output_paths.hpp"
+
+namespace attnconv {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The files a run or merge writes into `out_dir` (a run: and its journal), and --junit.
+std::vector<NamedPath> folder_outputs(const std::string& out_dir, const std::string& report_name, bool journal,
+                                      const std::string& junit) {
+  std::vector<NamedPath> outputs{{report_name, (fs::path(out_dir) / "report.json").string()},
+                                 {"the lock", OutputLock::path_in(out_dir)}};
+  if (journal) outputs.push_back({"the journal", (fs::path(out_dir) / "report.journal.jsonl").string()});
+  if (!junit.empty()) outputs.push_back({"--junit", junit});
+  return outputs;
+}
+
+}  // namespace
+
+void check_run_outputs(const std::vector<Case>& cases, const RunOptions& options, const std::string& junit) {
+  std::vector<NamedPath> inputs, folders;
+  std::set<std::string> seen;
+  const auto add_input = [&](const std::string& what, const std::string& path) {
+    if (seen.insert(path).second) inputs.push_back({what, path});
+  };
+  for (const auto& c : cases) {
+    add_input("case file", c.file);
+    for (const auto& [key, value] : c.weights.items())
+      add_input("weights." + key + " of case '" + c.name + "'", (fs::path(c.file).parent_path() / value.get<std::string>()).string());
+    if (!options.dump_dir.empty())
+      folders.push_back({"the --dump-tensors folder of case '" + c.name + "'", (fs::path(options.dump_dir) / c.name).string()});
+  }
+  std::vector<NamedPath> made{{"--out", options.out_dir}};
+  if (!options.dump_dir.empty()) made.push_back({"--dump-tensors", options.dump_dir});
+  check_outputs(inputs, folder_outputs(options.out_dir, "the report", true, junit), made, folders);
+}
+
+void check_merge_outputs(const std::vector<std::string>& reports, const std::string& out_dir, const std::string& junit) {
+  std::vector<NamedPath> inputs;
+  for (const auto& report : reports) inputs.push_back({"the shard report", report});
+  check_outputs(inputs, folder_outputs(out_dir, "the merged report", false, junit), {{"--out", out_dir}});
+}
+
+void check_plot_outputs(const std::string& report, const std::string& out_dir) {
+  check_outputs({{"the report", report}}, {}, {{"--out", out_dir}});
+}
+
+}  // namespace attnconv

@@ -1,0 +1,23 @@
+#pragma once
+// What `run`, `merge` and `plot` read and write, checked before anything runs or is
+// written (harness/output_paths.hpp): no output over an input or another
+// output, every output writable.
+#include <string>
+#include <vector>
+
+#include "harness/proof.hpp"
+#include "harness/runner.hpp"
+
+namespace attnconv {
+
+// run: the case files and their .npy weights; DIR/report.json, the journal,
+// the lock, --junit, and each case's --dump-tensors folder.
+void check_run_outputs(const std::vector<Case>& cases, const RunOptions& options, const std::string& junit);
+
+// merge: the shard reports; OUT/report.json, the lock and --junit.
+void check_merge_outputs(const std::vector<std::string>& reports, const std::string& out_dir, const std::string& junit);
+
+// plot: the report; the --out folder.
+void check_plot_outputs(const std::string& report, const std::string& out_dir);
+
+}  // namespace attnconv

@@ -1,0 +1,82 @@
+#include "harness/output_paths.hpp"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "harness/errors.hpp"
+#include "harness/quote.hpp"
+
+namespace attnconv {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path canonical_path(const std::string& path) {
+  std::error_code error;
+  const fs::path absolute = fs::absolute(path, error);
+  const fs::path canonical = fs::weakly_canonical(absolute, error);
+  return error ? absolute.lexically_normal() : canonical;
+}
+
+std::string named(const NamedPath& p) { return p.what + " " + p.path; }
+
+// Why `path` cannot be written as a file, or empty.
+std::string unwritable(const fs::path& path) {
+  for (const auto& part : path)
+    if (part.native().size() > NAME_MAX)
+      return "the name '" + clip(part.string()) + "' is longer than " + std::to_string(NAME_MAX) + " bytes";
+  if (path.native().size() >= PATH_MAX) return "the path is longer than " + std::to_string(PATH_MAX - 1) + " bytes";
+  std::error_code error;
+  if (fs::is_directory(path, error)) return "it is a folder";
+  fs::path folder = path.parent_path();
+  while (!folder.empty() && !fs::exists(folder, error) && folder != folder.parent_path()) folder = folder.parent_path();
+  if (!fs::is_directory(folder, error)) return folder.string() + " is not a folder";
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) return "cannot write in " + folder.string() + ": " + std::strerror(errno);
+  return "";
+}
+
+}  // namespace
+
+void check_outputs(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs,
+                   const std::vector<NamedPath>& made_folders, const std::vector<NamedPath>& output_folders) {
+  std::map<fs::path, const NamedPath*> folders;
+  for (const auto& folder : output_folders) folders.emplace(canonical_path(folder.path), &folder);
+  std::map<fs::path, const NamedPath*> seen;
+  for (const auto& input : inputs) seen.emplace(canonical_path(input.path), &input);
+  const auto inside_folder = [&](const fs::path& file) -> const NamedPath* {
+    if (folders.empty()) return nullptr;
+    for (fs::path p = file; !p.empty() && p != p.root_path(); p = p.parent_path())
+      if (const auto found = folders.find(p); found != folders.end()) return found->second;
+    return nullptr;
+  };
+  for (const auto& [path, input] : seen)
+    if (const NamedPath* folder = inside_folder(path))
+      throw InputError(named(*input) + " is inside " + named(*folder) + ", which this command writes: it would be overwritten");
+  for (const auto& output : outputs) {
+    const fs::path path = canonical_path(output.path);
+    if (const auto found = seen.find(path); found != seen.end())
+      throw InputError(named(output) + " is " + named(*found->second) +
+                       ": a command never overwrites its own input or output; choose another path");
+    if (const NamedPath* folder = inside_folder(path))
+      throw InputError(named(output) + " is inside " + named(*folder) + ", which this command also writes; choose another path");
+    if (const std::string why = unwritable(path); !why.empty()) throw InputError(named(output) + " cannot be written: " + why);
+    seen.emplace(path, &output);
+  }
+  for (const auto& made : made_folders) {
+    const fs::path path = canonical_path(made.path);
+    if (const auto found = seen.find(path); found != seen.end())
+      throw InputError(named(*found->second) + " is " + named(made) + ", a folder this command makes; choose another path");
+    folders.emplace(path, &made);
+  }
+  for (const auto& [path, folder] : folders)
+    if (const std::string why = unwritable(path / "file"); !why.empty())
+      throw InputError(named(*folder) + " cannot be written: " + why);
+}
+
+}  // namespace attnconv

@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""End-to-end checks of outputs that must survive any input: JUnit XML that an
+XML parser reads whatever the case names and paths hold, and a run whose
+stdout/stderr reader went away (SIGPIPE) still writing its report.
+
+Usage: hardening_cli.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+
+from cli_check import binary, check, finish, load, work
+
+probe = {"proof": "cordonnier2020.theorem1",
+         "params": {"image": [6, 6], "kernel": 3, "in_channels": 2, "out_channels": 3,
+                    "heads": 9, "head_dim": 3, "padding": 1}}
+
+# JUnit XML for names XML 1.0 cannot hold as they are: U+FFFF, U+FFFE, control
+# characters, and a case file path that is not UTF-8.
+odd_names = ["noncharacter \uffff and \ufffe", "control \x01\x08\x1b\x7f", "astral \U0001F600 & <ok>"]
+folder = os.path.join(os.fsencode(work), b"not-utf8-\xff\xfe")
+os.makedirs(folder)
+suite = os.path.join(folder, b"odd.json")
+with open(suite, "w") as f:
+    json.dump({"cases": [dict(probe, name=name) for name in odd_names] +
+                        [dict(probe, name="fails \uffff", expect="fail")]}, f)
+junit = os.path.join(work, "odd.xml")
+run = subprocess.run([binary, "run", suite, "--out", os.path.join(work, "odd"), "--junit", junit, "--quiet"],
+                     capture_output=True, timeout=300)
+check(run.returncode == 1, f"run exit code {run.returncode}, expected 1: {run.stderr[-2000:]!r}")
+try:
+    root = ET.parse(junit).getroot()
+    testcases = root.findall("./testsuite/testcase")
+    check(len(testcases) == 4, f"{len(testcases)} testcases, expected 4")
+    names = [t.get("name") for t in testcases]
+    check(names[0] == "noncharacter \ufffd and \ufffd", f"U+FFFF/U+FFFE not replaced: {names[0]!r}")
+    check(names[1] == "control \ufffd\ufffd\ufffd\x7f", f"control characters not replaced: {names[1]!r}")
+    check(names[2] == "astral \U0001F600 & <ok>", f"a valid name changed: {names[2]!r}")
+    check(all("not-utf8-\ufffd\ufffd" in t.get("file") for t in testcases), f"file attribute: {testcases[0].get('file')!r}")
+    check(testcases[3].find("failure") is not None, "the failing case has no <failure>")
+except ET.ParseError as e:
+    check(False, f"JUnit XML is not well-formed: {e}")
+
+# SIGPIPE: the reader of stderr and stdout is gone before the run writes a line.
+small = os.path.join(work, "small.json")
+with open(small, "w") as f:
+    json.dump({"cases": [dict(probe, name=f"c{k}") for k in range(3)]}, f)
+out = os.path.join(work, "sigpipe")
+read_end, write_end = os.pipe()
+os.close(read_end)
+piped = subprocess.run([binary, "run", small, "--out", out], stdout=write_end, stderr=write_end, timeout=300)
+os.close(write_end)
+check(piped.returncode == 0, f"run with a closed stdout/stderr: exit {piped.returncode}, expected 0")
+report = load(os.path.join(out, "report.json")) if os.path.exists(os.path.join(out, "report.json")) else {}
+check(report.get("summary", {}).get("passed") == 3, "run with a closed stdout/stderr wrote no complete report")
+read_end, write_end = os.pipe()
+os.close(read_end)
+listed = subprocess.run([binary, "list", small], stdout=write_end, stderr=write_end, timeout=300)
+os.close(write_end)
+check(listed.returncode in (0, 1), f"list into a closed pipe: exit {listed.returncode}")
+
+# The lock on --out between two real processes, and SIGHUP (which `run` does
+# not turn into an interrupted report) removing the lock and temporary files.
+slow = os.path.join(work, "slow.json")
+with open(slow, "w") as f:  # seconds (the dense engine on 4096 pixels and 49 heads); stopped by SIGHUP
+    json.dump({"cases": [dict(probe, name="slow", params={"image": [64, 64], "kernel": 7, "in_channels": 2,
+                                                         "out_channels": 2, "heads": 49, "head_dim": 2,
+                                                         "padding": 3, "engine": "dense"})]}, f)
+out = os.path.join(work, "locked")
+lock = os.path.join(out, "report.lock")
+first = subprocess.Popen([binary, "run", slow, "--out", out, "--quiet"], stderr=subprocess.DEVNULL)
+deadline = time.monotonic() + 20
+while not os.path.exists(os.path.join(out, "report.journal.jsonl")) and time.monotonic() < deadline:
+    time.sleep(0.001)
+second = subprocess.run([binary, "run", small, "--out", out, "--quiet"], capture_output=True, text=True, timeout=300)
+check(second.returncode == 2 and f"another attnconv (pid {first.pid})" in second.stderr,
+      f"a second run into a live run's folder: exit {second.returncode}: {second.stderr}")
+first.send_signal(signal.SIGHUP)
+first.wait(timeout=60)
+check(first.returncode == -signal.SIGHUP, f"run after SIGHUP: exit {first.returncode}, expected death by SIGHUP")
+check(not os.path.exists(lock), "SIGHUP left the lock behind")
+check(not [n for n in os.listdir(out) if ".tmp." in n], f"SIGHUP left temporary files: {os.listdir(out)}")
+check(os.path.exists(os.path.join(out, "report.journal.jsonl")), "SIGHUP removed the journal (needed by --resume)")
+
+finish()

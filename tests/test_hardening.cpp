@@ -1,0 +1,335 @@
+// Inputs that must not crash, hang or destroy data, through the attnconv
+// program: each refusal exits 2 with a message naming what is wrong and
+// leaves an earlier report byte-identical.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "cli_support.hpp"
+#include "harness/atomic_file.hpp"
+#include "harness/output_lock.hpp"
+#include "harness/quote.hpp"
+#include "harness/signal_cleanup.hpp"
+
+namespace {
+
+using namespace attnconv::testing;
+using json = nlohmann::json;
+
+const json small_case = small_theorem1_case();
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const std::string sentinel = "{\"sentinel\": true}\n";
+
+// The text of each file, or "<none>".
+std::vector<std::string> snapshot(const std::vector<fs::path>& files) {
+  std::vector<std::string> texts;
+  for (const auto& file : files) texts.push_back(fs::is_regular_file(file) ? read_text(file) : "<none>");
+  return texts;
+}
+
+// `attnconv ARGS` exits 2 with every part of `expect`, and leaves `unchanged` as they were.
+void check_refused_cli(const std::string& args, const std::vector<std::string>& expect, const std::vector<fs::path>& unchanged) {
+  const auto before = snapshot(unchanged);
+  const CliResult result = run_cli(args);
+  INFO("args: " << args << "\noutput: " << result.output);
+  CHECK(result.code == 2);
+  for (const auto& part : expect) CHECK(contains(result.output, part));
+  CHECK(snapshot(unchanged) == before);
+}
+
+// `run ARGS --out OUT` over a sentinel OUT/report.json: refused, the sentinel untouched, no journal.
+void check_refused(const fs::path& out, const std::string& args, const std::vector<std::string>& expect) {
+  write_text(out / "report.json", sentinel);
+  check_refused_cli("run " + args + " --out " + quoted(out), expect, {out / "report.json", out / "report.journal.jsonl"});
+}
+
+}  // namespace
+
+TEST_CASE("quote: at most ~200 characters of any value, however deep", "[hardening]") {
+  json deep = json::array();
+  for (int k = 0; k < 100000; ++k) deep = json::array({std::move(deep)});
+  const std::string quoted_deep = attnconv::quote(deep);
+  CHECK(quoted_deep.size() <= attnconv::quote_limit + 3);
+  CHECK(quoted_deep.rfind("[[[[", 0) == 0);
+  CHECK(quoted_deep.substr(quoted_deep.size() - 3) == "...");
+  CHECK(attnconv::quote(json::parse(R"({"a":[1,2.5,"x"],"b":null})")) == R"({"a":[1,2.5,"x"],"b":null})");
+  CHECK(attnconv::quote(json(std::string(1000, 'y'))).size() == attnconv::quote_limit + 3);
+  CHECK(attnconv::clip("\xC3\xA9\xC3\xA9", 3) == "\xC3\xA9...");  // not cut inside a UTF-8 character
+}
+
+TEST_CASE("a value nested 100000 levels deep is refused, in every part of a case", "[hardening]") {
+  const ScratchDir dir("deep");
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string head = R"({"cases": [{"name": "c1", "proof": "cordonnier2020.theorem1", )";
+  const std::string params = R"("image": 6, "kernel": 3, "in_channels": 2, "out_channels": 3, "heads": 9, "head_dim": 3)";
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"params.padding", head + "\"params\": {" + params + ", \"padding\": " + deep + "}}]}"},
+      {"sweep.alpha", head + "\"params\": {" + params + "}, \"sweep\": {\"alpha\": " + deep + "}}]}"},
+      {"tolerance.rel_l2", head + "\"params\": {" + params + "}, \"tolerance\": {\"rel_l2\": " + deep + "}}]}"},
+      {"weights.input", head + "\"params\": {" + params + "}, \"weights\": {\"input\": " + deep + "}}]}"},
+      {"expect", head + "\"params\": {" + params + "}, \"expect\": " + deep + "}]}"},
+  };
+  for (const auto& [key, text] : rows) {
+    write_text(dir.path / "deep.json", text);
+    check_refused(dir.path / "out", quoted(dir.path / "deep.json"),
+                  {"deep.json", "case 'c1'", "key '" + key + "[0][0]", "nested deeper than 64"});
+  }
+  // 60 levels parse, and the message quotes at most ~200 characters of the value
+  std::string sixty = "[" + std::string(59, '[') + "7" + std::string(59, ']') + "]";
+  for (int k = 0; k < 500; ++k) sixty.insert(sixty.size() - 1, ",1");
+  write_text(dir.path / "deep.json", head + "\"params\": {" + params + "}, \"expect\": " + sixty + "}]}");
+  const CliResult result = run_cli("run " + quoted(dir.path / "deep.json") + " --out " + quoted(dir.path / "out"));
+  CHECK(result.code == 2);
+  CHECK(contains(result.output, "key 'expect': must be \"hold\" or \"fail\", got [[[["));
+  CHECK(result.output.size() < 400);
+  // and a number token of 100000 digits is quoted in part
+  write_text(dir.path / "deep.json", head + "\"params\": {" + params + "}, \"expect\": [" + std::string(100000, '1') + "]}]}");
+  const CliResult overflow = run_cli("run " + quoted(dir.path / "deep.json") + " --out " + quoted(dir.path / "out"));
+  CHECK(overflow.code == 2);
+  CHECK(contains(overflow.output, "number overflow parsing '111"));
+  CHECK(overflow.output.size() < 400);
+
+  // a report nested 100000 levels deep, given to merge and plot
+  write_text(dir.path / "deep_report.json", "{\"cases\": [{\"metrics\": " + deep + "}]}");
+  for (const std::string command : {"merge", "plot"}) {
+    const CliResult report = run_cli(command + " " + quoted(dir.path / "deep_report.json") + " --out " + quoted(dir.path / "m"));
+    INFO(report.output);
+    CHECK(report.code == 2);
+    CHECK(contains(report.output, "deep_report.json: nested deeper than 64"));
+  }
+  CHECK_FALSE(fs::exists(dir.path / "m"));
+}
+
+TEST_CASE("sizes: the expanded cases of all files are capped before expanding; --shard parsed strictly", "[hardening]") {
+  const ScratchDir dir("sizes");
+  json sweep_case = small_case;
+  std::vector<int> seeds(60000);
+  for (int k = 0; k < 60000; ++k) seeds[std::size_t(k)] = k;
+  sweep_case["sweep"] = {{"seed", seeds}};
+  sweep_case["name"] = "a";
+  write_text(dir.path / "cases" / "a.json", json{{"cases", {sweep_case}}}.dump());
+  sweep_case["name"] = "b";
+  write_text(dir.path / "cases" / "b.json", json{{"cases", {sweep_case}}}.dump());
+  // 60000 each: one file is fine (list), the two together are over the cap
+  CHECK(run_cli("list " + quoted(dir.path / "cases" / "a.json") + " > /dev/null").code == 0);
+  check_refused(dir.path / "out", quoted(dir.path / "cases"),
+                {"b.json", "case 'b'", "key 'sweep'", "more than 100000 cases", "over all its case files"});
+  // a product of sweep lengths that overflows 64 bits is counted, not multiplied
+  json product = small_case;
+  product["sweep"] = json::object();
+  for (const char* key : {"seed", "alpha", "heads", "head_dim", "in_channels"}) product["sweep"][key] = std::vector<int>(20000, 1);
+  write_text(dir.path / "product.json", json{{"cases", {product}}}.dump());
+  check_refused(dir.path / "out", quoted(dir.path / "product.json"), {"product.json", "case 'c1'", "more than 100000 cases"});
+
+  write_text(dir.path / "small.json", json{{"cases", {small_case}}}.dump());
+  for (const std::string shard : {"1/99999999999", "99999999999/99999999999", "1/2x", "+1/2", " 1/2", "1/", "0/3", "2/-3", "3/2"})
+    check_refused(dir.path / "out", quoted(dir.path / "small.json") + " --shard '" + shard + "'",
+                  {"--shard: expected I/N with 1 <= I <= N <= 2147483647", "got '" + shard + "'"});
+}
+
+TEST_CASE("--filter matches a literal case name with brackets; no match says how to escape", "[hardening]") {
+  const ScratchDir dir("filter");
+  json sweep_case = small_case;
+  sweep_case["sweep"] = {{"alpha", {8, 16}}};
+  write_text(dir.path / "sweep.json", json{{"cases", {sweep_case}}}.dump());
+  const CliResult literal = run_cli("list " + quoted(dir.path / "sweep.json") + " --filter 'c1[alpha=8]'");
+  CHECK(literal.code == 0);
+  CHECK(literal.output.rfind("c1[alpha=8]\t", 0) == 0);
+  CHECK(std::count(literal.output.begin(), literal.output.end(), '\n') == 1);
+  const CliResult escaped = run_cli("list " + quoted(dir.path / "sweep.json") + " --filter 'c1[[]alpha=*]'");
+  CHECK(std::count(escaped.output.begin(), escaped.output.end(), '\n') == 2);
+  check_refused(dir.path / "out", quoted(dir.path / "sweep.json") + " --filter 'c1[alpha=*]'",
+                {"no case matches --filter 'c1[alpha=*]'", "write '[[]' for a literal '['", "--filter 'c1[[]alpha=*]'"});
+}
+
+namespace {
+
+std::vector<fs::path> temporary_files(const fs::path& dir) {
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos) found.push_back(entry.path());
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("a signal removes the temporary file of an atomic write and ends the process by that signal", "[hardening]") {
+  const ScratchDir dir("signal_cleanup");
+  // A registered file is removed by SIGTERM, the process dies by SIGTERM.
+  const fs::path registered = dir.path / "registered";
+  const pid_t child = fork();
+  if (child == 0) {
+    attnconv::install_signal_cleanup();
+    const attnconv::RemoveOnSignal remove(registered.string());
+    std::ofstream(registered) << "x";
+    ::raise(SIGTERM);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM));
+  CHECK_FALSE(fs::exists(registered));
+
+  // SIGINT while write_file_atomic writes 256 MB: no report.json.tmp.* stays
+  // behind, and report.json is the earlier one or the complete new one.
+  const fs::path report = dir.path / "report.json";
+  write_text(report, sentinel);
+  const std::size_t size = std::size_t(256) << 20;
+  const pid_t writer = fork();
+  if (writer == 0) {
+    attnconv::install_signal_cleanup();
+    attnconv::write_file_atomic(report.string(), std::string(size, 'r'));
+    _exit(0);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (temporary_files(dir.path).empty() && std::chrono::steady_clock::now() < deadline && waitpid(writer, &status, WNOHANG) == 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const bool seen = !temporary_files(dir.path).empty();
+  ::kill(writer, SIGINT);
+  waitpid(writer, &status, 0);
+  CHECK(seen);
+  CHECK(temporary_files(dir.path).empty());
+  if (WIFSIGNALED(status)) {
+    CHECK(WTERMSIG(status) == SIGINT);
+    CHECK(read_text(report) == sentinel);
+  } else {
+    CHECK(fs::file_size(report) == size);  // finished before the signal
+  }
+}
+
+namespace {
+
+json sweep_of_two() {
+  json c = small_case;
+  c["sweep"] = {{"alpha", {8, 16}}};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("no command overwrites its own input or output (canonical paths), refused before running", "[hardening]") {
+  const ScratchDir dir("collisions");
+  const fs::path cases = dir.path / "small.json", out = dir.path / "out", report = out / "report.json";
+  write_text(cases, json{{"cases", {sweep_of_two()}}}.dump());
+  write_text(report, sentinel);
+  const std::vector<fs::path> kept{cases, report, out / "report.journal.jsonl", out / "report.lock"};
+  const std::string run = "run " + quoted(cases) + " --out " + quoted(out) + " ";
+  check_refused_cli(run + "--junit " + quoted(report), {"--junit", "is the report", "never overwrites"}, kept);
+  check_refused_cli(run + "--junit " + quoted(dir.path / "out" / ".." / "out" / "." / "report.json"), {"is the report"}, kept);
+  check_refused_cli(run + "--junit " + quoted(cases), {"--junit", "is case file", "small.json"}, kept);
+  fs::create_symlink(report, dir.path / "link.xml");
+  check_refused_cli(run + "--junit " + quoted(dir.path / "link.xml"), {"--junit", "link.xml is the report"}, kept);
+  check_refused_cli(run + "--junit " + quoted(out / "report.journal.jsonl"), {"--junit", "is the journal"}, kept);
+  check_refused_cli(run + "--dump-tensors " + quoted(dir.path / "dump") + " --junit " + quoted(dir.path / "dump" / "c1[alpha=8]" / "input.npy"),
+                    {"--junit", "inside the --dump-tensors folder of case 'c1[alpha=8]'"}, kept);
+  check_refused_cli(run + "--junit " + quoted(out), {"--junit", "cannot be written: it is a folder"}, kept);
+  check_refused_cli("run " + quoted(cases) + " --out " + quoted(dir.path / "new") + " --junit " + quoted(dir.path / "new"),
+                    {"--junit", "is --out", "a folder this command makes"}, kept);
+  CHECK_FALSE(fs::exists(dir.path / "new"));
+  check_refused_cli(run + "--dump-tensors " + quoted(dir.path / "d") + " --junit " + quoted(dir.path / "d"),
+                    {"--junit", "is --dump-tensors", "a folder this command makes"}, kept);
+  check_refused_cli("plot " + quoted(report) + " --out " + quoted(cases), {"--out", "small.json is not a folder"}, kept);
+  // the out folder's report is a case's dump folder
+  json named_report = small_case;
+  named_report["name"] = "report.json";
+  write_text(dir.path / "named.json", json{{"cases", {named_report}}}.dump());
+  check_refused_cli("run " + quoted(dir.path / "named.json") + " --out " + quoted(out) + " --dump-tensors " + quoted(out),
+                    {"the report", "inside the --dump-tensors folder of case 'report.json'"}, kept);
+  // a case name too long for a dump folder
+  json long_name = small_case;
+  long_name["name"] = std::string(300, 'n');
+  write_text(dir.path / "long.json", json{{"cases", {long_name}}}.dump());
+  check_refused_cli("run " + quoted(dir.path / "long.json") + " --out " + quoted(out) + " --dump-tensors " + quoted(dir.path / "dump"),
+                    {"--dump-tensors folder of case 'nnn", "cannot be written", "longer than 255 bytes"}, kept);
+  // a weights file inside the folder its case dumps into
+  json weighted = small_case;
+  weighted["weights"] = {{"input", "dump/c1/input.npy"}};
+  write_npy(dir.path / "dump" / "c1" / "input.npy", "<f8", {2, 6, 6}, raw_bytes(std::vector<double>(72, 0.5)));
+  write_text(dir.path / "weighted.json", json{{"cases", {weighted}}}.dump());
+  check_refused_cli("run " + quoted(dir.path / "weighted.json") + " --out " + quoted(out) + " --dump-tensors " + quoted(dir.path / "dump"),
+                    {"weights.input of case 'c1'", "inside the --dump-tensors folder of case 'c1'"},
+                    {report, dir.path / "dump" / "c1" / "input.npy"});
+
+  // merge: --out or --junit naming one of its shard reports
+  const fs::path shard1 = dir.path / "s1" / "report.json", shard2 = dir.path / "s2" / "report.json";
+  REQUIRE(run_cli("run " + quoted(cases) + " --quiet --shard 1/2 --out " + quoted(shard1.parent_path())).code == 0);
+  REQUIRE(run_cli("run " + quoted(cases) + " --quiet --shard 2/2 --out " + quoted(shard2.parent_path())).code == 0);
+  const std::string merge = "merge " + quoted(shard1) + " " + quoted(shard2);
+  check_refused_cli(merge + " --out " + quoted(shard1.parent_path()), {"the merged report", "is the shard report"}, {shard1, shard2});
+  check_refused_cli(merge + " --out " + quoted(dir.path / "m") + " --junit " + quoted(shard2), {"--junit", "is the shard report"},
+                    {shard1, shard2});
+  check_refused_cli(merge + " --out " + quoted(dir.path / "m") + " --junit " + quoted(dir.path / "m" / "report.json"),
+                    {"--junit", "is the merged report"}, {shard1, shard2});
+  CHECK_FALSE(fs::exists(dir.path / "m"));
+}
+
+TEST_CASE("a lock on --out: a live run's folder is refused naming its pid; a stale lock is taken over", "[hardening]") {
+  const ScratchDir dir("lock");
+  const fs::path cases = dir.path / "small.json", out = dir.path / "out";
+  write_text(cases, json{{"cases", {small_case}}}.dump());
+  {
+    std::ostringstream notes;
+    const auto lock = attnconv::OutputLock::acquire(out.string(), notes);  // this process is the live run
+    check_refused(out, quoted(cases), {"another attnconv (pid " + std::to_string(::getpid()) + ")", "report.lock"});
+    CHECK(notes.str().empty());
+  }
+  CHECK_FALSE(fs::exists(out / "report.lock"));  // released
+  write_text(out / "report.lock", "999999\n");   // left by a process that died (no flock held)
+  const CliResult taken = run_cli("run " + quoted(cases) + " --quiet --out " + quoted(out));
+  INFO(taken.output);
+  CHECK(taken.code == 0);
+  CHECK(contains(taken.output, "taking over the lock"));
+  CHECK(contains(taken.output, "left by pid 999999"));
+  CHECK(json::parse(read_text(out / "report.json"))["summary"]["passed"] == 1);
+  CHECK_FALSE(fs::exists(out / "report.lock"));
+}
+
+TEST_CASE("outputs are checked before running; a write that fails after the run exits 3 and keeps the journal", "[hardening]") {
+  const ScratchDir dir("unwritable");
+  const fs::path cases = dir.path / "small.json", out = dir.path / "out";
+  write_text(cases, json{{"cases", {small_case}}}.dump());
+  fs::create_directories(dir.path / "folder_report" / "report.json");
+  const CliResult folder = run_cli("run " + quoted(cases) + " --out " + quoted(dir.path / "folder_report"));
+  CHECK(folder.code == 2);
+  CHECK(contains(folder.output, "report.json cannot be written: it is a folder"));
+  CHECK_FALSE(fs::exists(dir.path / "folder_report" / "report.journal.jsonl"));
+  check_refused(out, quoted(cases) + " --junit " + quoted(cases / "junit.xml"),
+                {"--junit", "cannot be written", "small.json is not a folder"});
+
+  // The junit path becomes a folder while the case runs: exit 3, the report
+  // and the journal stay, and --resume writes the rest without recomputing.
+  json slow = small_case;
+  slow["params"] = {{"image", {40, 40}}, {"kernel", 5}, {"in_channels", 2}, {"out_channels", 2}, {"heads", 25},
+                    {"head_dim", 2}, {"padding", 2}, {"engine", "dense"}};  // ~0.5 s
+  write_text(cases, json{{"cases", {slow}}}.dump());
+  const fs::path junit = dir.path / "j" / "junit.xml";
+  CliResult late;
+  std::thread running([&] { late = run_cli("run " + quoted(cases) + " --quiet --out " + quoted(out) + " --junit " + quoted(junit)); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!fs::exists(out / "report.journal.jsonl") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  fs::create_directories(junit / "in-the-way");
+  running.join();
+  INFO(late.output);
+  CHECK(late.code == 3);
+  CHECK(contains(late.output, "junit.xml"));
+  CHECK(contains(late.output, "--resume"));
+  CHECK(fs::exists(out / "report.journal.jsonl"));
+  CHECK_FALSE(fs::exists(out / "report.lock"));
+  fs::remove_all(junit);
+  const CliResult resumed = run_cli("run " + quoted(cases) + " --quiet --resume --out " + quoted(out) + " --junit " + quoted(junit));
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK(contains(read_text(junit), "<testcase"));
+  CHECK(json::parse(read_text(out / "report.json"))["run"]["resumed_cases"] == 1);
+  CHECK_FALSE(fs::exists(out / "report.journal.jsonl"));
+}
