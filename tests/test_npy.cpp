@@ -23,7 +23,9 @@ template <class T> void check_read(const fs::path& dir, const json& entry) {
   CHECK(check.problem == "");
   CHECK(check.digest.bytes == entry["bytes"].get<std::uintmax_t>());
   CHECK(check.digest.sha256 == entry["sha256"].get<std::string>());
-  const xt::xarray<T> array = read_npy_file<T>(path, std::nullopt);
+  const NpyTensor<T> tensor = read_npy_file<T>(path, std::nullopt);
+  CHECK(tensor.digest.sha256 == check.digest.sha256);
+  const xt::xarray<T>& array = tensor.values;
   CHECK(std::vector<std::size_t>(array.shape().begin(), array.shape().end()) ==
         entry["shape"].get<std::vector<std::size_t>>());
   const std::string reference = read_text(dir / entry["reference"].get<std::string>());

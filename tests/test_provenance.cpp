@@ -81,3 +81,18 @@ TEST_CASE("--resume runs again the cases whose .npy changed or that errored, and
   CHECK_FALSE(fs::exists(journal_path));
   provenance_log.clear();
 }
+
+TEST_CASE("a .npy that changes between loading and running makes its case an error, not a mislabelled result", "[provenance]") {
+  const ScratchDir dir("provenance_changed");
+  write_npy(dir.path / "x.npy", "<f8", {2, 6, 6}, doubles(std::vector<double>(72, 0.25)));
+  write_text(dir.path / "cases.json", R"({"cases": [{"name": "c", "proof": "cordonnier2020.theorem1",
+    "params": {"image": [6, 6], "kernel": 3, "in_channels": 2, "out_channels": 3, "heads": 9, "head_dim": 3, "padding": 1},
+    "weights": {"input": "x.npy"}}]})");
+  const auto cases = load_case_file((dir.path / "cases.json").string());
+  RunOptions options;
+  CHECK(run_case(cases[0], options)["status"] == "pass");
+  write_npy(dir.path / "x.npy", "<f8", {2, 6, 6}, doubles(std::vector<double>(72, 0.5)));
+  const json entry = run_case(cases[0], options);
+  CHECK(entry["status"] == "error");
+  CHECK_THAT(entry["message"].get<std::string>(), Catch::Contains("x.npy changed after the cases were loaded"));
+}

@@ -109,11 +109,15 @@ class Validator {
         return fail(path, "must be > " + shown(schema["exclusiveMinimum"]) + ", got " + shown(value));
       if (schema.contains("maximum") && !(x <= schema["maximum"].get<double>()))
         return fail(path, "must be <= " + shown(schema["maximum"]) + ", got " + shown(value));
+      if (schema.contains("exclusiveMaximum") && !(x < schema["exclusiveMaximum"].get<double>()))
+        return fail(path, "must be < " + shown(schema["exclusiveMaximum"]) + ", got " + shown(value));
     }
     if (value.is_string()) {
       const std::string& text = value.get_ref<const std::string&>();
       if (schema.contains("minLength") && utf8_length(text) < schema["minLength"].get<std::size_t>())
         return fail(path, "must have at least " + shown(schema["minLength"]) + " characters");
+      if (schema.contains("maxLength") && utf8_length(text) > schema["maxLength"].get<std::size_t>())
+        return fail(path, "must have at most " + shown(schema["maxLength"]) + " characters");
       if (schema.contains("pattern") && !matches(text, schema["pattern"].get<std::string>()))
         return fail(path, "must match " + shown(schema["pattern"]) + ", got " + shown(value));
     }
@@ -122,6 +126,10 @@ class Validator {
         return fail(path, "must have at least " + shown(schema["minItems"]) + " items, has " + std::to_string(value.size()));
       if (schema.contains("maxItems") && value.size() > schema["maxItems"].get<std::size_t>())
         return fail(path, "must have at most " + shown(schema["maxItems"]) + " items, has " + std::to_string(value.size()));
+      if (schema.value("uniqueItems", false))
+        for (std::size_t i = 0; i < value.size(); ++i)
+          for (std::size_t j = i + 1; j < value.size(); ++j)
+            if (equal(value[i], value[j])) return fail(path, "must not repeat an item, repeats " + shown(value[i]));
       if (schema.contains("items"))
         for (std::size_t k = 0; k < value.size(); ++k)
           if (auto e = check(schema["items"], value[k], path + "[" + std::to_string(k) + "]", depth)) return e;
@@ -130,6 +138,10 @@ class Validator {
       if (schema.contains("required"))
         for (const auto& key : schema["required"])
           if (!value.contains(key.get<std::string>())) return fail(member(path, key.get<std::string>()), "missing");
+      if (schema.contains("minProperties") && value.size() < schema["minProperties"].get<std::size_t>())
+        return fail(path, "must have at least " + shown(schema["minProperties"]) + " keys");
+      if (schema.contains("maxProperties") && value.size() > schema["maxProperties"].get<std::size_t>())
+        return fail(path, "must have at most " + shown(schema["maxProperties"]) + " keys");
       const json properties = schema.value("properties", json::object());
       for (const auto& [key, child] : value.items()) {
         if (properties.contains(key)) {
@@ -145,6 +157,13 @@ class Validator {
     if (schema.contains("allOf"))
       for (const auto& part : schema["allOf"])
         if (auto e = check(part, value, path, depth)) return e;
+    if (schema.contains("anyOf")) {
+      bool any = false;
+      for (const auto& part : schema["anyOf"]) any = any || !check(part, value, path, depth);
+      if (!any) return fail(path, "matches none of its allowed forms, got " + shown(value));
+    }
+    if (schema.contains("not") && !check(schema["not"], value, path, depth))
+      return fail(path, "must not be " + shown(value));
     if (schema.contains("oneOf")) {
       std::size_t matches = 0;
       std::optional<std::string> deepest;  // the violation inside the form the value came closest to
@@ -173,7 +192,8 @@ class Validator {
         "$schema", "$id",      "$defs",     "$ref",     "title",    "description", "default",
         "type",    "enum",     "const",     "properties", "required", "additionalProperties",
         "items",   "minItems", "maxItems",  "minimum",  "exclusiveMinimum", "maximum",
-        "minLength", "pattern", "allOf",    "oneOf",    "if",       "then",        "else"};
+        "minLength", "pattern", "allOf",    "oneOf",    "if",       "then",        "else",
+        "anyOf",   "not",      "exclusiveMaximum", "maxLength", "uniqueItems", "minProperties", "maxProperties"};
     return keywords;
   }
 

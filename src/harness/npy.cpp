@@ -28,11 +28,18 @@ template <class T>
 xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& shape) {
   const std::string where = c.file + ": case '" + c.name + "': key 'weights." + key + "': ";
   const fs::path path = fs::path(c.file).parent_path() / c.weights.at(key).get<std::string>();
+  NpyTensor<T> tensor;
   try {
-    return read_npy_file<T>(path.string(), shape);
+    tensor = read_npy_file<T>(path.string(), shape);
   } catch (const std::runtime_error& e) {
     throw InputError(where + e.what());
   }
+  // The provenance in the report is the file checked when loading: it must be the one read now.
+  const json loaded = c.provenance.value(key, json::object());
+  if (loaded.contains("sha256") && loaded["sha256"] != tensor.digest.sha256)
+    throw InputError(where + path.string() + " changed after the cases were loaded (SHA-256 " +
+                     loaded["sha256"].get<std::string>() + " then, " + tensor.digest.sha256 + " now)");
+  return std::move(tensor.values);
 }
 
 void dump_tensors(const std::string& dir, const std::vector<NamedTensor>& tensors) {

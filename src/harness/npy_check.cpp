@@ -294,19 +294,19 @@ NpyCheck check_npy_file(const std::string& path, const std::string& descr,
 }
 
 template <class T>
-xt::xarray<T> read_npy_file(const std::string& path, const std::optional<std::vector<std::size_t>>& shape) {
+NpyTensor<T> read_npy_file(const std::string& path, const std::optional<std::vector<std::size_t>>& shape) {
   std::vector<T> values;
   const Scan scan = scan_npy<T>(path, shape, [&](std::size_t, T value) { values.push_back(value); });
   if (!scan.problem.empty()) throw std::runtime_error(scan.problem);
   std::vector<std::size_t> file_shape = scan.header.shape;
-  if (!scan.header.fortran_order) return xt::adapt(std::move(values), file_shape);
+  if (!scan.header.fortran_order) return {xt::adapt(std::move(values), file_shape), scan.digest};
   // Fortran order: the data is the C-order array of the reversed shape, transposed.
   std::reverse(file_shape.begin(), file_shape.end());
   const xt::xarray<T> reversed = xt::adapt(std::move(values), file_shape);
-  return xt::transpose(reversed);
+  return {xt::transpose(reversed), scan.digest};
 }
 
-template xt::xarray<float> read_npy_file(const std::string&, const std::optional<std::vector<std::size_t>>&);
-template xt::xarray<double> read_npy_file(const std::string&, const std::optional<std::vector<std::size_t>>&);
+template NpyTensor<float> read_npy_file(const std::string&, const std::optional<std::vector<std::size_t>>&);
+template NpyTensor<double> read_npy_file(const std::string&, const std::optional<std::vector<std::size_t>>&);
 
 }  // namespace attnconv

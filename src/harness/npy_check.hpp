@@ -53,9 +53,14 @@ struct NpyCheck {
 NpyCheck check_npy_file(const std::string& path, const std::string& descr,
                         const std::optional<std::vector<std::size_t>>& shape);
 
-// The tensor of the file at `path` in C order, under the same rules as
-// check_npy_file for T's dtype; throws std::runtime_error with the problem.
+template <class T> struct NpyTensor {
+  xt::xarray<T> values;  // in C order
+  FileDigest digest;     // of the file as read
+};
+
+// The tensor of the file at `path`, under the same rules as check_npy_file
+// for T's dtype; throws std::runtime_error with the problem.
 template <class T>
-xt::xarray<T> read_npy_file(const std::string& path, const std::optional<std::vector<std::size_t>>& shape);
+NpyTensor<T> read_npy_file(const std::string& path, const std::optional<std::vector<std::size_t>>& shape);
 
 }  // namespace attnconv
