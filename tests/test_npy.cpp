@@ -103,3 +103,33 @@ TEST_CASE("a case loading a Fortran-order big-endian format 3.0 input gives the 
   CHECK(report["cases"][1]["provenance"]["input"]["file"] == "f.npy");
   CHECK(report["cases"][1]["provenance"]["conv_weight"]["drawn_from_seed"] == 0);
 }
+
+TEST_CASE("an .npy numpy refuses, or with a repeated key, is refused by run before anything runs", "[npy]") {
+  const ScratchDir dir("npy_run_refused");
+  const std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 6, 6), }\n";
+  const std::string data = raw_bytes(std::vector<double>(72, 0.5));
+  const auto file_of = [&](const std::string& version, const std::string& text) {
+    return "\x93NUMPY" + version + std::string(1, char(text.size() & 0xff)) + std::string(1, char(text.size() >> 8)) + text + data;
+  };
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {file_of(std::string("\x01\x01", 2), header), "version 1.1, which numpy.load does not read"},
+      {file_of(std::string("\x01\x00", 2), "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 6, 6), 'descr': '<f8'}\n"),
+       "the key 'descr' is given twice"},
+      {file_of(std::string("\x01\x00", 2), "{'descr': '<f8', 'shape': (2, 6, 6)}\n"), "no 'fortran_order' key"},
+  };
+  const fs::path out = dir.path / "out";
+  write_text(out / "report.json", "{\"sentinel\": true}\n");
+  for (const auto& [bytes, words] : rows) {
+    write_text(dir.path / "x.npy", bytes);
+    write_text(dir.path / "cases.json", R"({"cases": [{"name": "c1", "proof": "cordonnier2020.theorem1",
+      "params": {"image": [6, 6], "kernel": 3, "in_channels": 2, "out_channels": 3, "heads": 9, "head_dim": 3, "padding": 1},
+      "weights": {"input": "x.npy"}}]})");
+    const CliResult result = run_cli("run " + quoted(dir.path / "cases.json") + " --out " + quoted(out));
+    INFO(result.output);
+    CHECK(result.code == 2);
+    CHECK_THAT(result.output, Catch::Contains("cases.json: case 'c1': key 'weights.input': ") && Catch::Contains("x.npy") &&
+                                  Catch::Contains(words));
+    CHECK(read_text(out / "report.json") == "{\"sentinel\": true}\n");
+    CHECK_FALSE(fs::exists(out / "report.journal.jsonl"));
+  }
+}
