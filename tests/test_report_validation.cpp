@@ -151,6 +151,9 @@ TEST_CASE("merge and plot refuse a bad report: exit 2, the file and key named, n
   refused("a repeated key", "{\"cases\": [], \"cases\": []}", {"key 'cases'", "appears twice"});
   refused("empty file", "", {"malformed JSON"});
   refused("nested arrays", std::string(100000, '[') + std::string(100000, ']'), {});
+  const CliResult folder = run_cli("merge " + quoted(dir.path) + " --out " + quoted(out));
+  CHECK(folder.code == 2);
+  CHECK(contains(folder.output, dir.path.string() + ": not a regular file"));
 }
 
 TEST_CASE("merge refuses an edited cases_digest and a count of 2e9 shards without allocating by it", "[report_validation]") {

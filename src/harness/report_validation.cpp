@@ -1,5 +1,6 @@
 #include "harness/report_validation.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -62,6 +63,9 @@ void validate_report(const json& report, const std::string& file) {
 }
 
 json read_validated_report(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
+    throw InputError(path + ": not a regular file (a report.json is)");
   std::ifstream stream(path, std::ios::binary);
   if (!stream) throw InputError(path + ": cannot read the file");
   std::ostringstream text;
