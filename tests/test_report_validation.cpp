@@ -182,3 +182,42 @@ TEST_CASE("merge refuses an edited cases_digest and a count of 2e9 shards withou
   CHECK(contains(result.output, "2 report(s) given for a run of 2000000000 shards"));
   CHECK_FALSE(fs::exists(dir.path / "m"));
 }
+
+TEST_CASE("the JSON Schema subset: each keyword accepts and refuses, unknown keywords are an error", "[report_validation]") {
+  const auto violation = [](const json& schema, const json& value) { return schema_violation(schema, value); };
+  const json number = {{"type", "number"}, {"minimum", 0}, {"exclusiveMaximum", 10}};
+  CHECK(violation(number, 0) == "");
+  CHECK(violation(number, 10) == "(top level): must be < 10, got 10");
+  CHECK(violation(number, -1) == "(top level): must be >= 0, got -1");
+  CHECK(violation({{"type", "integer"}}, 2.0) == "");
+  CHECK(violation({{"type", "integer"}}, 2.5) == "(top level): must be integer, got number 2.5");
+  const json text = {{"type", "string"}, {"minLength", 1}, {"maxLength", 3}, {"pattern", "^a"}};
+  CHECK(violation(text, "ab") == "");
+  CHECK(violation(text, "abcd") == "(top level): must have at most 3 characters");
+  CHECK(violation(text, "ba") == "(top level): must match \"^a\", got \"ba\"");
+  const json object = {{"type", "object"}, {"required", {"a"}}, {"properties", {{"a", {{"enum", {1, 2}}}}}},
+                       {"additionalProperties", false}, {"maxProperties", 1}};
+  CHECK(violation(object, {{"a", 1}}) == "");
+  CHECK(violation(object, json::object()) == "a: missing");
+  CHECK(violation(object, {{"a", 3}}) == "a: must be one of 1, 2, got 3");
+  CHECK(violation(object, {{"a", 1}, {"b", 1}}) == "(top level): must have at most 1 keys");
+  const json list = {{"type", "array"}, {"items", {{"const", 1}}}, {"minItems", 1}, {"uniqueItems", true}};
+  CHECK(violation(list, {1}) == "");
+  CHECK(violation(list, {1, 1}) == "(top level): must not repeat an item, repeats 1");
+  CHECK(violation(list, json::array()) == "(top level): must have at least 1 items, has 0");
+  const json forms = {{"anyOf", {{{"type", "string"}}, {{"type", "null"}}}}, {"not", {{"const", "x"}}}};
+  CHECK(violation(forms, nullptr) == "");
+  CHECK(violation(forms, "x") == "(top level): must not be \"x\"");
+  CHECK(violation(forms, 1) == "(top level): matches none of its allowed forms, got 1");
+  const json conditional = {{"if", {{"properties", {{"k", {{"const", 1}}}}}}},
+                            {"then", {{"required", {"v"}}}},
+                            {"else", {{"required", {"w"}}}}};
+  CHECK(violation(conditional, {{"k", 1}, {"v", 0}}) == "");
+  CHECK(violation(conditional, {{"k", 1}}) == "v: missing");
+  CHECK(violation(conditional, {{"k", 2}}) == "w: missing");
+  const json with_ref = {{"$defs", {{"n", {{"type", "integer"}}}}}, {"items", {{"$ref", "#/$defs/n"}}}};
+  CHECK(violation(with_ref, {1, "2"}) == "[1]: must be integer, got string \"2\"");
+  CHECK_THROWS_AS(violation({{"propertyNames", json::object()}}, 1), std::logic_error);
+  CHECK_THROWS_AS(violation({{"$ref", "#/$defs/none"}}, 1), std::logic_error);
+  CHECK(violation(false, 1) == "(top level): is not allowed here");
+}

@@ -106,12 +106,14 @@ class HeaderParser {
   }
 
   bool boolean(const std::string& what) {
-    for (const auto& [word, value] : {std::pair<const char*, bool>{"True", true}, {"False", false}})
-      if (text_.compare(at_, std::strlen(word), word) == 0 && !std::isalnum(static_cast<unsigned char>(
-                                                                  at_ + std::strlen(word) < text_.size() ? text_[at_ + std::strlen(word)] : ' '))) {
-        at_ += std::strlen(word);
+    for (const auto& [word, value] : {std::pair<std::string, bool>{"True", true}, {"False", false}}) {
+      const std::size_t end = at_ + word.size();
+      const bool name_goes_on = end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_');
+      if (text_.compare(at_, word.size(), word) == 0 && !name_goes_on) {
+        at_ = end;
         return value;
       }
+    }
     throw header_error("expected " + what + " at byte " + std::to_string(at_) + ", found " + found());
   }
 
