@@ -133,3 +133,14 @@ TEST_CASE("an .npy numpy refuses, or with a repeated key, is refused by run befo
     CHECK_FALSE(fs::exists(out / "report.journal.jsonl"));
   }
 }
+
+TEST_CASE("a NaN in a Fortran-order .npy is reported at its C-order index", "[npy]") {
+  const ScratchDir dir("npy_fortran_nan");
+  const std::string header = "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }\n";
+  std::vector<double> column_major(6, 1.0);
+  column_major[1] = std::nan("");  // Fortran index 1 = element (1, 0) = C index 3
+  write_text(dir.path / "x.npy", std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
+                                     raw_bytes(column_major));
+  CHECK_THAT(check_npy_file((dir.path / "x.npy").string(), "<f8", std::nullopt).problem,
+             Catch::Contains("holds NaN (first at flat index 3)"));
+}
