@@ -70,6 +70,18 @@ merged = attnconv("merge", *reversed(shard_reports), "--out", os.path.join(work,
                   "--junit", os.path.join(work, "merged.xml"))
 check(merged.returncode == 1, f"merge exit code {merged.returncode}, expected 1 (like the run)")
 merged_report = load(os.path.join(work, "merged", "report.json"))
+strip = lambda r: [{k: v for k, v in c.items() if k != "seconds"} for c in r["cases"]]
+check(strip(merged_report) == strip(report), "merged report differs from the unsharded one")
+check({k: merged_report["summary"][k] for k in ("total", "passed", "failed", "errored")} ==
+      {k: report["summary"][k] for k in ("total", "passed", "failed", "errored")}, "merged summary differs")
+for args, words in (((shard_reports[0], shard_reports[1]), "missing shard"),
+                    ((shard_reports[0], shard_reports[0], shard_reports[1], shard_reports[2]), "overlapping"),
+                    ((os.path.join(work, "full", "report.json"),), "not a shard report")):
+    refused = attnconv("merge", *args, "--out", os.path.join(work, "refused"))
+    check(refused.returncode == 2 and words in refused.stderr, f"merge {args}: {refused.returncode} {refused.stderr}")
+check(not os.path.exists(os.path.join(work, "refused")), "a refused merge wrote a report")
+bad_shard = attnconv("run", suite, "--shard", "4/3", "--out", os.path.join(work, "bad"))
+check(bad_shard.returncode == 2, f"--shard 4/3 exit code {bad_shard.returncode}")
 
 
 def comparable(r):
@@ -87,14 +99,6 @@ for key in sorted(set(comparable(merged_report)) | set(comparable(report))):
     check(comparable(merged_report).get(key) == comparable(report).get(key),
           f"merged report differs from the unsharded one in {key!r}")
 check("sweep_fits" in merged_report and "run" in merged_report, "merged report lacks sweep_fits or run")
-for args, words in (((shard_reports[0], shard_reports[1]), "missing shard"),
-                    ((shard_reports[0], shard_reports[0], shard_reports[1], shard_reports[2]), "overlapping"),
-                    ((os.path.join(work, "full", "report.json"),), "not a shard report")):
-    refused = attnconv("merge", *args, "--out", os.path.join(work, "refused"))
-    check(refused.returncode == 2 and words in refused.stderr, f"merge {args}: {refused.returncode} {refused.stderr}")
-check(not os.path.exists(os.path.join(work, "refused")), "a refused merge wrote a report")
-bad_shard = attnconv("run", suite, "--shard", "4/3", "--out", os.path.join(work, "bad"))
-check(bad_shard.returncode == 2, f"--shard 4/3 exit code {bad_shard.returncode}")
 
 # Plot: the alpha sweep, the attention grid, and a cost table from a synthetic report.
 figures = os.path.join(work, "figures")
