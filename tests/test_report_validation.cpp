@@ -144,6 +144,12 @@ TEST_CASE("merge and plot refuse a bad report: exit 2, the file and key named, n
   json adds_up = report;
   adds_up["summary"]["passed"] = 7;
   refused("a summary that does not add up", adds_up.dump(), {"key 'summary.passed'", "does not add up"});
+  json verdicts = report;  // counted per verdict, as the summary of a report with verdicts does
+  for (auto& c : verdicts["cases"]) c["verdict"] = "holds";
+  verdicts["summary"]["verdicts"] = {{"holds", 3}};
+  validate_report(verdicts, "v.json");
+  verdicts["summary"]["verdicts"] = {{"holds", 2}, {"fails", 1}};
+  refused("verdict counts that do not add up", verdicts.dump(), {"key 'summary.verdicts.fails'", "does not add up"});
   json heads = report;
   heads["cases"][0]["params"]["heads"] = 4;  // valid per key; the proof's own check refuses it
   refused("too few heads for the claim", heads.dump(), {"key 'cases[0].params.heads'", "heads >= the number of kernel positions"});

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "harness/errors.hpp"
@@ -59,6 +60,19 @@ void validate_report(const json& report, const std::string& file) {
       throw bad(file, std::string("summary.") + key,
                 "says " + summary[key].dump() + " but the cases give " + std::to_string(count) +
                     " (the summary does not add up)");
+  if (summary.contains("verdicts") && summary["verdicts"].is_object()) {  // cases per verdict, when the report counts them
+    std::map<std::string, std::size_t> verdicts;
+    for (const auto& c : cases)
+      if (c.contains("verdict") && c["verdict"].is_string()) ++verdicts[c["verdict"].get<std::string>()];
+    for (const auto& [verdict, count] : summary["verdicts"].items())
+      verdicts.try_emplace(verdict, 0);
+    for (const auto& [verdict, count] : verdicts) {
+      const json said = summary["verdicts"].value(verdict, json(0));
+      if (!said.is_number() || said.get<double>() != double(count))
+        throw bad(file, "summary.verdicts." + verdict,
+                  "says " + said.dump() + " but the cases give " + std::to_string(count) + " (the summary does not add up)");
+    }
+  }
   for (std::size_t k = 0; k < cases.size(); ++k) check_case_params(cases[k], k, file);
 }
 

@@ -2,7 +2,7 @@
 // Checks a report read back from a file (merge, plot) before anything uses
 // it: against the report schema the program generates (schema.cpp,
 // reports/schema.json), then what a schema cannot say: the summary counts
-// add up, and every case's parameters pass its proof's own checks (the
+// (per status, and per verdict when it has them) add up, and every case's parameters pass its proof's own checks (the
 // loader's: types, ranges, and across parameters). A hand-edited report with
 // stride 0 or a negative image is refused here, not found by a crash later.
 #include <string>
