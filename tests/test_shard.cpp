@@ -116,7 +116,14 @@ TEST_CASE("merge refuses overlaps, gaps, mixed versions and foreign reports", "[
   refuses({{"s1", one}, {"plain.json", foreign}}, "not a shard report");
   json other_list = two;
   other_list["shard"]["all_cases"].push_back("f");
-  other_list["shard"]["cases_digest"] = "0000000000000000";
+  refuses({{"s1", one}, {"s2", other_list}}, "not the digest of its shard.all_cases");  // edited by hand
+  other_list["shard"]["cases_digest"] = case_list_digest({"a", "b", "c", "d", "e", "f"});
   refuses({{"s1", one}, {"s2", other_list}}, "different case list");
+  json huge_count = two;  // a count from the file: no allocation by it
+  huge_count["shard"]["count"] = 2000000000;
+  refuses({{"s1", one}, {"s2", huge_count}}, "shard count 2000000000 differs");
+  json one_huge = one, two_huge = two;
+  one_huge["shard"]["count"] = two_huge["shard"]["count"] = 2000000000;
+  refuses({{"s1", one_huge}, {"s2", two_huge}}, "missing shard(s) 3/2000000000, 4/2000000000");
   refuses({}, "no report");
 }

@@ -18,6 +18,7 @@
 #include "harness/name_filter.hpp"
 #include "harness/short_number.hpp"
 #include "harness/params.hpp"
+#include "harness/resources.hpp"
 #include "harness/sweep_fit.hpp"
 #include "mhsa/attention_row.hpp"
 #include "ops/padding.hpp"
@@ -140,6 +141,12 @@ template <class T> Figure attention_figure(const nlohmann::json& c) {
   const auto stride = get_int_pair(params, "stride"), dilation = get_int_pair(params, "dilation");
   const Padding padding = resolve_padding(params.at("padding"), kernel, dilation);
   const std::size_t c_in = std::size_t(get_int(params, "in_channels")), c_out = std::size_t(get_int(params, "out_channels"));
+  // The padded image, its tokens and one attention row per head, before allocating any of them.
+  const double padded_pixels = (double(image[0]) + padding.top + padding.bottom) * (double(image[1]) + padding.left + padding.right);
+  const double bytes = padded_pixels * double(3 * c_in + get_int(params, "heads")) * sizeof(T);
+  if (bytes > default_max_memory())
+    throw std::runtime_error("its padded image of " + short_number(padded_pixels) + " pixels needs " + format_bytes(bytes) +
+                             ", more than half the physical memory");
 
   // The inputs as the proof draws them from the seed. (Under the construction,
   // W_qry = W_key = 0 and u = 0, so the probabilities depend on positions only.)
@@ -311,7 +318,7 @@ std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOpt
   for (const auto& [group, c] : theorem1_groups) {
     try {
       add((*c)["params"].value("dtype", "float64") == "float32" ? attention_figure<float>(*c) : attention_figure<double>(*c));
-    } catch (const nlohmann::json::exception& e) {  // params not as this version of the proof knows them
+    } catch (const std::exception& e) {  // params not as this version of the proof knows them, or too large
       std::cerr << "attnconv plot: " << c->value("name", "") << ": no attention figure: " << e.what() << "\n";
     }
   }

@@ -84,12 +84,17 @@ void count_cases(const json& object, const std::string& file, std::size_t index,
 
 // Every "weights" entry of an expanded case against the proof's declared
 // tensors: known name, readable .npy of the case's dtype and shape, finite.
-// `checked` remembers files already read for this case object (sweeps).
-void check_weights(const Case& c, const ProofDef& proof, std::map<std::string, std::string>& checked) {
-  if (c.weights.empty()) return;
-  const auto where = [&](const std::string& key) { return c.file + ": case '" + c.name + "': key 'weights." + key + "': "; };
+// Records each tensor's provenance in the case: the file's size and SHA-256,
+// or the seed it is drawn from. `checked` remembers files already read for
+// this case object (sweeps).
+void check_weights(Case& c, const ProofDef& proof, std::map<std::string, NpyCheck>& checked) {
   std::map<std::string, std::vector<std::size_t>> expected;
   if (proof.expected_tensors) expected = proof.expected_tensors(c);
+  for (const auto& [name, shape] : expected)
+    if (!c.weights.contains(name) && c.params.contains("seed"))
+      c.provenance[name] = {{"drawn_from_seed", c.params["seed"]}};
+  if (c.weights.empty()) return;
+  const auto where = [&](const std::string& key) { return c.file + ": case '" + c.name + "': key 'weights." + key + "': "; };
   std::vector<std::string> names;
   for (const auto& [name, shape] : expected) names.push_back(name);
   const std::string descr = c.params.value("dtype", std::string("float64")) == "float32" ? "<f4" : "<f8";
@@ -106,11 +111,13 @@ void check_weights(const Case& c, const ProofDef& proof, std::map<std::string, s
     const std::string memo = path + "|" + descr + "|" + (shape ? shape_string(*shape) : "?");
     auto it = checked.find(memo);
     if (it == checked.end()) it = checked.emplace(memo, check_npy_file(path, descr, shape)).first;
-    if (!it->second.empty())
-      throw InputError(where(key) + it->second +
-                       (it->second.find("dtype") != std::string::npos
+    const std::string& problem = it->second.problem;
+    if (!problem.empty())
+      throw InputError(where(key) + problem +
+                       (problem.find("dtype") != std::string::npos
                             ? " (the case's dtype is " + c.params.value("dtype", std::string("float64")) + ")"
                             : ""));
+    c.provenance[key] = {{"file", value}, {"bytes", it->second.digest.bytes}, {"sha256", it->second.digest.sha256}};
   }
 }
 
@@ -212,7 +219,7 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   }
 
   std::vector<Case> cases;
-  std::map<std::string, std::string> checked_files;
+  std::map<std::string, NpyCheck> checked_files;
   for (const auto& point : points) {
     Case expanded = c;
     expanded.sweep_point = point;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <stdexcept>
 
 #include "harness/atomic_file.hpp"
@@ -43,6 +44,20 @@ int open_append(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error("cannot open the journal " + path + ": " + std::strerror(errno));
   return fd;
+}
+
+// Why a journaled result must not be reused: the case errored (a timeout
+// included), or a file it loaded differs now (size or SHA-256). Empty: reuse.
+std::string stale_reason(const json& entry, const Case& c) {
+  if (entry.value("status", std::string()) == "error") return "it errored";
+  const json was = entry.value("provenance", json::object());
+  for (const auto& [name, now] : c.provenance.items()) {
+    if (!now.contains("sha256")) continue;
+    if (!was.contains(name) || was[name] != now)
+      return "its " + name + " file " + now.value("file", std::string()) + " changed since it ran (now " +
+             std::to_string(now.value("bytes", 0ull)) + " bytes, SHA-256 " + now.value("sha256", std::string()) + ")";
+  }
+  return "";
 }
 
 }  // namespace
@@ -108,7 +123,13 @@ Journal Journal::resume(const std::string& path, const std::vector<Case>& cases,
         line["index"].get<std::size_t>() >= cases.size() || !line.contains("entry") || !line["entry"].is_object() ||
         line["entry"].value("name", std::string()) != cases[line["index"].get<std::size_t>()].name)
       throw corrupt(n, "not a finished case of this run");
-    finished[line["index"].get<std::size_t>()] = line["entry"];
+    const std::size_t index = line["index"].get<std::size_t>();
+    if (const std::string why = stale_reason(line["entry"], cases[index]); !why.empty()) {
+      std::cerr << "attnconv: --resume: case '" << cases[index].name << "' runs again: " << why << "\n";
+      finished[index] = std::nullopt;
+      continue;
+    }
+    finished[index] = line["entry"];
     kept += lines[n] + "\n";
   }
   write_file_atomic(path, kept);  // drops a torn last line before appending

@@ -18,7 +18,9 @@ class Journal {
   static Journal start(const std::string& path, const std::vector<Case>& cases);
 
   // Reads the journal at `path` into `finished` (one slot per case, filled for
-  // the cases already done) and continues it. Throws InputError when there is
+  // the cases already done) and continues it. A case that errored (or timed
+  // out), or whose loaded files changed since (size or SHA-256, see
+  // Case::provenance), is left unfilled, to run again, with a note on stderr. Throws InputError when there is
   // none or it was written for a different case list.
   static Journal resume(const std::string& path, const std::vector<Case>& cases,
                         std::vector<std::optional<json>>& finished);

@@ -1,12 +1,14 @@
 #include "harness/merge.hpp"
 
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "harness/errors.hpp"
 #include "harness/json_reader.hpp"
 #include "harness/report.hpp"
+#include "harness/report_validation.hpp"
+#include "harness/shard.hpp"
+#include "harness/sweep_fit.hpp"
 
 namespace attnconv {
 
@@ -28,20 +30,7 @@ const json& shard_of(const ShardReport& s) {
 
 }  // namespace
 
-ShardReport read_report(const std::string& path) {
-  std::ifstream stream(path);
-  if (!stream) throw InputError(path + ": cannot read the file");
-  try {
-    const auto shallow = [&](int depth, json::parse_event_t, json&) {
-      if (std::size_t(depth) > max_json_depth)
-        throw InputError(path + ": nested deeper than " + std::to_string(max_json_depth) + " arrays or objects");
-      return true;
-    };
-    return {path, json::parse(stream, shallow)};
-  } catch (const json::parse_error& e) {
-    throw InputError(path + ": malformed JSON: " + e.what());
-  }
-}
+ShardReport read_report(const std::string& path) { return {path, read_validated_report(path)}; }
 
 json merge_reports(const std::vector<ShardReport>& shards) {
   if (shards.empty()) throw InputError("merge: no report given");
@@ -63,19 +52,37 @@ json merge_reports(const std::vector<ShardReport>& shards) {
     if (shard.value("count", 0) != count)
       throw InputError(s.file + ": shard count " + std::to_string(shard.value("count", 0)) + " differs from " +
                        first.file + " (" + std::to_string(count) + ")");
+    {
+      std::vector<std::string> names;
+      for (const auto& name : shard.value("all_cases", json::array())) names.push_back(name.is_string() ? name.get<std::string>() : name.dump());
+      if (shard.value("cases_digest", "") != case_list_digest(names))
+        throw InputError(s.file + ": key 'shard.cases_digest': " + shard.value("cases_digest", "?") +
+                         " is not the digest of its shard.all_cases (" + case_list_digest(names) +
+                         "): the report was edited");
+    }
     if (shard.value("cases_digest", "") != first_shard.value("cases_digest", "") || shard["all_cases"] != all_cases)
       throw InputError(s.file + ": a different case list than " + first.file + " (cases_digest " +
                        shard.value("cases_digest", "?") + " vs " + first_shard.value("cases_digest", "?") + ")");
     const int index = shard.value("index", 0);
+    if (index < 1 || index > count)
+      throw InputError(s.file + ": key 'shard.index': shard " + std::to_string(index) + " of " + std::to_string(count) +
+                       " does not exist");
     if (const auto it = seen_index.find(index); it != seen_index.end())
       throw InputError(s.file + ": shard " + std::to_string(index) + "/" + std::to_string(count) + " is also in " +
                        it->second + " (overlapping shards)");
     seen_index[index] = s.file;
   }
+  // The first five missing shards by name: the count comes from a file, so it bounds no allocation.
   std::vector<std::string> missing_shards;
-  for (int index = 1; index <= count; ++index)
+  for (int index = 1; index <= count && missing_shards.size() < 5; ++index)
     if (!seen_index.count(index)) missing_shards.push_back(std::to_string(index) + "/" + std::to_string(count));
-  if (!missing_shards.empty()) throw InputError("merge: missing shard(s) " + list_some(missing_shards));
+  if (const long long missing = count - static_cast<long long>(seen_index.size()); missing > 0) {
+    std::string list;
+    for (const auto& name : missing_shards) list += (list.empty() ? "" : ", ") + name;
+    throw InputError("merge: missing shard(s) " + list + (missing > 5 ? ", ... (" + std::to_string(missing) + " in all)" : "") +
+                     ": " + std::to_string(shards.size()) + " report(s) given for a run of " + std::to_string(count) +
+                     " shards");
+  }
 
   std::map<std::string, json> by_name;
   std::map<std::string, std::string> origin;
@@ -111,6 +118,15 @@ json merge_reports(const std::vector<ShardReport>& shards) {
                  {"merged_from", merged_from},
                  {"cases", json::array()}};
   for (const auto& name : all_cases) merged["cases"].push_back(by_name.at(name.get<std::string>()));
+  // What the unsharded run adds: the fits over whole sweeps (each shard fitted
+  // only its part), and the run's settings (every shard's; resumed cases summed).
+  merged["sweep_fits"] = fit_sweeps(merged["cases"]);
+  if (first.report.contains("run")) {
+    merged["run"] = first.report["run"];
+    std::size_t resumed = 0;
+    for (const auto& s : shards) resumed += s.report.value("run", json::object()).value("resumed_cases", std::size_t(0));
+    if (merged["run"].contains("resumed_cases")) merged["run"]["resumed_cases"] = resumed;
+  }
   update_summary(merged, seconds);
   return merged;
 }

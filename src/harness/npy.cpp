@@ -1,12 +1,11 @@
 #include "harness/npy.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <xtensor/xnpy.hpp>
 
 #include "harness/errors.hpp"
+#include "harness/npy_check.hpp"
 
 namespace attnconv {
 
@@ -25,40 +24,22 @@ void check_tensor_names(const Case& c, const std::vector<std::string>& known) {
     }
 }
 
-namespace {
-std::string shape_string(const std::vector<std::size_t>& shape) {
-  std::string s = "(";
-  for (std::size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-}  // namespace
-
 template <class T>
 xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& shape) {
   const std::string where = c.file + ": case '" + c.name + "': key 'weights." + key + "': ";
   const fs::path path = fs::path(c.file).parent_path() / c.weights.at(key).get<std::string>();
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) throw InputError(where + "cannot read " + path.string());
-  auto file = [&] {
-    try {
-      return xt::detail::load_npy_file(stream);
-    } catch (const std::exception& e) {
-      throw InputError(where + path.string() + " is not a valid .npy file (" + e.what() + ")");
-    }
-  }();
-  if (!stream) throw InputError(where + path.string() + " is truncated");
-  const std::string want = sizeof(T) == 8 ? "<f8" : "<f4";
-  if (file.m_typestring != want)
-    throw InputError(where + path.string() + " holds dtype '" + file.m_typestring + "', expected '" + want + "' (" +
-                     c.params.value("dtype", std::string("float64")) + ")");
-  if (file.m_fortran_order) throw InputError(where + path.string() + " is in Fortran order; save it C-contiguous");
-  if (file.m_shape != shape)
-    throw InputError(where + path.string() + " has shape " + shape_string(file.m_shape) + ", expected " +
-                     shape_string(shape));
-  xt::xarray<T> out = file.template cast<T>();
-  for (const T& value : out)
-    if (!std::isfinite(value)) throw InputError(where + path.string() + " holds NaN or Inf");
-  return out;
+  NpyTensor<T> tensor;
+  try {
+    tensor = read_npy_file<T>(path.string(), shape);
+  } catch (const std::runtime_error& e) {
+    throw InputError(where + e.what());
+  }
+  // The provenance in the report is the file checked when loading: it must be the one read now.
+  const json loaded = c.provenance.value(key, json::object());
+  if (loaded.contains("sha256") && loaded["sha256"] != tensor.digest.sha256)
+    throw InputError(where + path.string() + " changed after the cases were loaded (SHA-256 " +
+                     loaded["sha256"].get<std::string>() + " then, " + tensor.digest.sha256 + " now)");
+  return std::move(tensor.values);
 }
 
 void dump_tensors(const std::string& dir, const std::vector<NamedTensor>& tensors) {

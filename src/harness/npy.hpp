@@ -1,6 +1,6 @@
 #pragma once
-// .npy input and output (xtensor's npy support), with the checks a user needs:
-// the file exists, holds the dtype and shape the case says, and no NaN/Inf.
+// .npy input of a case's tensors (through the reader of npy_check.hpp, the
+// one the loader checks files with) and output of its dumps (xtensor's npy).
 #include <string>
 #include <vector>
 

@@ -29,6 +29,9 @@ struct Case {
   json tolerance = json::object();    // {"max_abs": ..., "rel_l2": ...} or empty
   json weights = json::object();      // tensor name -> .npy path relative to `file`
   std::string expect = "hold";        // "hold" | "fail"
+  // Where each tensor comes from, set by the loader: name -> {"file", "bytes",
+  // "sha256"} for a loaded .npy, {"drawn_from_seed": S} for a drawn one.
+  json provenance = json::object();
 };
 
 // A tensor to dump as .npy, in PyTorch layout.

@@ -29,6 +29,7 @@ json case_entry(const Case& c) {
                 {"params", c.params},     {"expect", c.expect},        {"sweep_group", c.base_name},
                 {"sweep_point", c.sweep_point}};
   if (!c.weights.empty()) entry["weights"] = c.weights;
+  if (!c.provenance.empty()) entry["provenance"] = c.provenance;
   return entry;
 }
 

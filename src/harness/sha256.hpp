@@ -1,0 +1,27 @@
+#pragma once
+// SHA-256 (FIPS 180-4) through OpenSSL's EVP interface, for the provenance of
+// loaded files: the report and the journal record each .npy's digest, so that
+// `--resume` recomputes the cases whose input changed.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
+
+namespace attnconv {
+
+class Sha256 {
+ public:
+  Sha256();
+  void update(const void* data, std::size_t size);
+  // The digest of everything given so far, as 64 lowercase hex digits.
+  std::string hex_digest() const;
+
+ private:
+  std::unique_ptr<evp_md_ctx_st, void (*)(evp_md_ctx_st*)> context_;
+};
+
+std::string sha256_hex(std::string_view bytes);
+
+}  // namespace attnconv
