@@ -39,8 +39,7 @@ class HeaderParser {
     skip_space();
     while (peek() != '}') {
       const std::string key = string_literal("a quoted key");
-      if (seen.count(key)) throw header_error("the key '" + key + "' is given twice");
-      seen[key] = true;
+      seen[key] = true;  // a key given twice: the last one counts, as in the Python dict numpy.load reads
       skip_space();
       expect(':', "':' after '" + key + "'");
       skip_space();
@@ -225,9 +224,6 @@ Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size
   if (size < wanted)
     return fail(path + " is truncated: shape " + shape_string(header.shape) + " of '" + header.descr + "' needs " +
                 std::to_string(wanted) + " bytes, the file has " + std::to_string(size));
-  if (size > wanted)
-    return fail(path + " has " + std::to_string(size - wanted) + " bytes more than its header " +
-                shape_string(header.shape) + " of '" + header.descr + "' says");
 
   Sha256 hash;
   std::vector<char> buffer(std::max<std::size_t>(header.data_offset, std::size_t(1) << 20));
@@ -248,6 +244,14 @@ Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size
                     std::to_string(header.fortran_order ? c_index_of_fortran(index, header.shape) : index) + ")");
       sink(index, value);
     }
+  }
+  // Bytes after the data: numpy.load ignores them, and so does the reader;
+  // the digest is of the whole file, as it is on disk.
+  for (std::uintmax_t left = size - wanted; left > 0;) {
+    const std::size_t n = std::size_t(std::min<std::uintmax_t>(left, buffer.size()));
+    if (!stream.read(buffer.data(), std::streamsize(n))) return fail(path + " is truncated");
+    hash.update(buffer.data(), n);
+    left -= n;
   }
   scan.digest = {size, hash.hex_digest()};
   return scan;

@@ -8,9 +8,9 @@
 // '<', '>', '|', '=' or no byte order. Refused with a message saying what is
 // wrong: other versions, a header numpy refuses (missing or unknown keys, a
 // shape that is not a tuple of ints, more than numpy's 10000 header bytes), a
-// key given twice (numpy keeps the last silently), a dtype other than the
-// case's, a shape other than the proof's, a size that differs from the header
-// (truncated, or bytes after the data), NaN or Inf.
+// dtype other than the case's, a shape other than the proof's, a truncated
+// file, NaN or Inf. As numpy.load does, a key given twice counts with its last
+// value and bytes after the data are ignored.
 #include <cstdint>
 #include <istream>
 #include <optional>
