@@ -3,7 +3,7 @@
 //   cmake --build build --target attnconv_bench && ./build/attnconv_bench
 //
 // For each configuration (image side, heads = K^2, channels in = out, engine):
-//   case_s       wall time of the whole check (convolution reference, construction,
+//   case_s       wall time of the whole check (blocked convolution, construction,
 //                MHSA, alignment, bound, comparison), as `attnconv run` does it
 //   mhsa_s       wall time of the MHSA forward alone
 //   GFLOPs       the MHSA's floating-point operations (dense_flops / separable_flops,

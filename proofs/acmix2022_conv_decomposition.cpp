@@ -11,7 +11,7 @@ namespace {
 
 template <class T> Outcome verify_typed(const Case& c) {
   const ConvCase<T> conv = conv_case_tensors<T>(c);
-  const Image<T> expected = conv2d_reference(conv.input, conv.weight, conv.bias, conv.geometry);
+  const Image<T> expected = conv2d_blocked(conv.input, conv.weight, conv.bias, conv.geometry);
   OpCounter counter;
   const Image<T> actual =
       conv2d_decomposed(conv.input, conv.weight, conv.bias, conv.geometry, ShiftMethod::tensor_shift, counter);

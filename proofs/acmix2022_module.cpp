@@ -33,14 +33,14 @@ template <class T> Outcome verify_typed(const Case& c) {
 
   // 1. The convolution path against the derived standard convolution of [x; 1].
   const EquivalentConv<T> eq = conv_path_equivalent(config, w);
-  const Image<T> expected = conv2d_reference(append_ones_channel(ac.input), eq.weight,
-                                             std::optional<Vector<T>>(eq.bias), eq.geometry);
+  const Image<T> expected = conv2d_blocked(append_ones_channel(ac.input), eq.weight,
+                                           std::optional<Vector<T>>(eq.bias), eq.geometry);
   const Difference d = compare(module.convolution, expected);
 
   // 2. Against the plain biased convolution of x: interior rectangle vs border band.
   const EquivalentConv<T> plain = plain_conv_of(eq);
   const Image<T> plain_out =
-      conv2d_reference(ac.input, plain.weight, std::optional<Vector<T>>(plain.bias), plain.geometry);
+      conv2d_blocked(ac.input, plain.weight, std::optional<Vector<T>>(plain.bias), plain.geometry);
   const auto rows = interior_range(int(ac.input.shape(1)), config.kernel_conv, config.stride);
   const auto cols = interior_range(int(ac.input.shape(2)), config.kernel_conv, config.stride);
   double interior_max = 0, border_max = 0, interior_diff2 = 0, interior_norm2 = 0;

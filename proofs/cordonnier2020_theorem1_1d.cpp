@@ -4,7 +4,7 @@
 // of kernel K. Checked as Theorem 1 itself on a 1 x L image with a 1 x K kernel
 // (the same construction, alignment and bound; DESIGN.md, "1D remark").
 #include "mhsa/dense_engine.hpp"
-#include "ops/conv1d_reference.hpp"
+#include "ops/conv1d_blocked.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {

@@ -5,7 +5,7 @@
 // (DESIGN.md, "ACmix decomposition"). Any kernel shape, padding, stride and
 // dilation; a padding mode other than zeros pads first, then decomposes.
 #include "acmix/op_counter.hpp"
-#include "ops/conv2d_reference.hpp"
+#include "ops/conv2d_blocked.hpp"
 
 namespace attnconv {
 

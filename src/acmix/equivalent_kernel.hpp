@@ -13,7 +13,7 @@
 // ones channel contributes the constant sum_ab K[o, C_in, a, b]: a plain biased
 // convolution of x; in the border band it does not.
 #include "acmix/acmix_module.hpp"
-#include "ops/conv2d_reference.hpp"
+#include "ops/conv2d_blocked.hpp"
 
 namespace attnconv {
 
