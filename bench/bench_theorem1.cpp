@@ -1,4 +1,4 @@
-// attnconv_bench: how fast and how lean the Theorem 1 check is (issue 5).
+// attnconv_bench: how fast and how lean the Theorem 1 check is.
 //
 //   cmake --build build --target attnconv_bench && ./build/attnconv_bench
 //
@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   dgemm_rate = measure_dgemm_rate();
   std::printf("dgemm (2048^3, %d engine threads x 1 BLAS thread): %.1f GFLOP/s\n", engine_threads(), dgemm_rate);
-  // The targets of issue 5 first, then the scaling table.
+  // The performance targets (bench/cases/) first, then the scaling table.
   const struct {
     int side, kernel, channels;
     const char* engine;

@@ -1,6 +1,6 @@
 // Pan et al., "On the Integration of Self-Attention and Convolution", CVPR 2022,
 // Sec. 3.3: the ACmix module, as its public reference code computes it
-// (DESIGN.md, "ACmix module"). The harness establishes:
+// (docs/design.md, "ACmix module"). The harness establishes:
 //  1. the convolution path IS a standard k_conv x k_conv convolution of [x; 1]
 //     (zero-padded), with a kernel derived from conv1..3, fc and dep_conv
 //     (expected = that convolution, actual = the path: max_abs, rel_l2);

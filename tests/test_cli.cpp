@@ -1,6 +1,6 @@
 // End to end: the built attnconv program (ATTNCONV_BINARY) on case files
-// written to a fresh temporary folder. The contracts checked are DESIGN.md's
-// "CLI", "Report" and "Tensor dump" sections.
+// written to a fresh temporary folder. The contracts checked are docs/design.md's
+// "Command line", "Reports" and "Tensor dumps" sections.
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>

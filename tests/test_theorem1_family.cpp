@@ -1,7 +1,7 @@
 // Theorem 1 of Cordonnier, Loukas & Jaggi (ICLR 2020) over a generated family
 // of convolutions: the construction (theorem1_layer), run by the dense MHSA on
 // the padded image and read back by align_to_convolution (the paper's remarks
-// on padding, stride, dilation; DESIGN.md), equals conv2d_blocked to
+// on padding, stride, dilation; docs/design.md), equals conv2d_blocked to
 // round-off at alpha = 60 in float64. And the rank-limited construction
 // (D_h < D_out) misses the kernel by exactly the Eckart-Young tail.
 #include <catch2/catch.hpp>
@@ -191,7 +191,7 @@ TEST_CASE("Theorem 1, D_in < D_h < D_out: the slices have rank <= D_h, still exa
 }
 
 TEST_CASE("the proof's finite-alpha bound holds at every alpha, and the error decays", "[theorem1_family]") {
-  // DESIGN.md, "Finite alpha": ||MHSA - conv||_inf <= sum_h eps(alpha) 2 max_k |X_k W_val W_out| + round-off.
+  // docs/design.md, "Finite alpha": ||MHSA - conv||_inf <= sum_h eps(alpha) 2 max_k |X_k W_val W_out| + round-off.
   const std::string dtype = GENERATE("float64", "float32");
   const json object = {{"name", "bound"},
                        {"proof", "cordonnier2020.theorem1"},

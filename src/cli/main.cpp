@@ -1,6 +1,6 @@
 // attnconv: checks published theorems about self-attention and convolution,
-// case by case. DESIGN.md, "CLI": run / list / proofs; exit 0 all passed,
-// 1 a case failed or errored, 2 bad usage or bad input (nothing run).
+// case by case. docs/design.md, "Command line": run / list / proofs; exit 0 all
+// passed, 1 a case failed or errored, 2 bad usage or bad input (nothing run).
 #include <fnmatch.h>
 
 #include <CLI/CLI.hpp>

@@ -2,7 +2,7 @@
 // One run of the Theorem 1 construction against the convolution (conv2d_blocked),
 // shared by every proof of the claim (2D, 1D as a 1 x L image, the padding
 // remark): build the layer, attend over the padded image, crop and subsample
-// (DESIGN.md, "Padding, stride, dilation"), and measure the finite-alpha bound.
+// (docs/design.md, "Padding, stride, dilation"), and measure the finite-alpha bound.
 #include <functional>
 #include <optional>
 
