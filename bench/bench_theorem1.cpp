@@ -25,7 +25,7 @@
 #include "construction/theorem1.hpp"
 #include "harness/case_loader.hpp"
 #include "harness/proof.hpp"
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 #include "mhsa/blas.hpp"
 #include "mhsa/engine.hpp"
 #include "ops/padding.hpp"

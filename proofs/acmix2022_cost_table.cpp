@@ -11,7 +11,7 @@
 #include <cmath>
 
 #include "acmix/conv_decomposition.hpp"
-#include "acmix/module_case.hpp"
+#include "acmix_module_case.hpp"
 #include "harness/errors.hpp"
 #include "metrics/compare.hpp"
 #include "tensor/random.hpp"

@@ -15,7 +15,7 @@
 #include <xtensor/xview.hpp>
 
 #include "acmix/equivalent_kernel.hpp"
-#include "acmix/module_case.hpp"
+#include "acmix_module_case.hpp"
 #include "acmix/state_dict.hpp"
 #include "harness/short_number.hpp"
 #include "acmix/window_attention_loop.hpp"
@@ -129,7 +129,7 @@ template <class T> Outcome verify_typed(const Case& c) {
                  {"attention_out", xt::xarray<T>(module.attention)},
                  {"conv_out", xt::xarray<T>(module.convolution)},
                  {"output", xt::xarray<T>(module.output)}};
-  for (auto& named : acmix_state_dict(w)) out.tensors.push_back(std::move(named));
+  for (auto& [key, tensor] : acmix_state_dict(w)) out.tensors.push_back({key, std::move(tensor)});
   return out;
 }
 

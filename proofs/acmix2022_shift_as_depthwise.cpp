@@ -5,7 +5,7 @@
 // equal the convolution.
 #include <algorithm>
 
-#include "acmix/conv_case.hpp"
+#include "acmix_conv_case.hpp"
 #include "acmix/conv_decomposition.hpp"
 #include "acmix/pointwise.hpp"
 #include "acmix/shift.hpp"

@@ -10,7 +10,7 @@
 #include <xtensor/xview.hpp>
 
 #include "construction/theorem1.hpp"
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 #include "mhsa/dense_engine.hpp"
 #include "mhsa/engine.hpp"
 #include "mhsa/separable_engine.hpp"

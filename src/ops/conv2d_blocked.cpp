@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 #include "tensor/vectorise.hpp"
 
 namespace attnconv {
