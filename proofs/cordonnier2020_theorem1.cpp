@@ -4,9 +4,10 @@
 // positional encoding of dimension D_p >= 3 can express any convolutional layer
 // of kernel size sqrt(N_h) x sqrt(N_h) and min(D_h, D_out) output channels.
 // Any K1 x K2 kernel; padding, stride and dilation by the paper's remarks:
-// attend over the padded image, then crop and subsample (docs/design.md, "Padding, stride, dilation"). The
-// encoding is the theorem's quadratic one (D_p = 3) or the paper's generalised
-// quadratic encoding with a full precision per head (D_p = 5).
+// attend over the padded image, then crop and subsample (docs/design.md,
+// "Padding, stride, dilation"). The encoding is the theorem's quadratic one
+// (D_p = 3) or the paper's generalised quadratic encoding with a full precision
+// per head (D_p = 5).
 #include "mhsa/engine.hpp"
 #include "theorem1_common.hpp"
 

@@ -130,9 +130,9 @@ TEST_CASE("ACmix identities over generated configurations", "[acmix_module]") {
   for (std::size_t o = 0; o < plain_out.shape(0); ++o)
     for (int i = 0; i < int(h_out); ++i)
       for (int j = 0; j < int(w_out); ++j) {
-        const double delta = std::abs(plain_out(o, i, j) - out.convolution(o, i, j));
+        const double difference = std::abs(plain_out(o, i, j) - out.convolution(o, i, j));
         const bool inside = i >= rows[0] && i <= rows[1] && j >= cols[0] && j <= cols[1];
-        (inside ? interior : border) = std::max(inside ? interior : border, delta);
+        (inside ? interior : border) = std::max(inside ? interior : border, difference);
       }
   CHECK(interior < 1e-12 * double(xt::amax(xt::abs(plain_out))()));
   if (m.config.kernel_conv == 1)

@@ -164,8 +164,8 @@ TEST_CASE("Theorem 1, head_dim < out_channels: the best rank-D_h product, Eckart
       const Matrix<double> m = head_product(r.layer, std::size_t(p * c.kernel[1] + q));
       for (int i = 0; i < c.in_channels; ++i)
         for (int o = 0; o < c.out_channels; ++o) {
-          const double delta = m(i, o) - r.w_conv(o, i, p, q);
-          distance2 += delta * delta;
+          const double difference = m(i, o) - r.w_conv(o, i, p, q);
+          distance2 += difference * difference;
           w_rank(o, i, p, q) = m(i, o);
         }
     }
