@@ -83,7 +83,7 @@ const FastPath fast_paths[] = {
 TEST_CASE("every fast path equals its textbook reference where it is exact", "[fast_paths]") {
   for (const FastPath& path : fast_paths) {
     INFO(path.name << ", exact for " << path.exact_for);
-    property::check(path.name, 100, [&path] {
+    property::check(path.name, 300, [&path] {
       const SampleRun r = path.run();
       RC_LOG() << path.name << " on " << r.description << ": max_abs " << r.difference.max_abs << ", max |reference| "
                << r.reference_scale << "\n";
