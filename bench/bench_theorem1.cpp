@@ -1,9 +1,9 @@
-// attnconv_bench: how fast and how lean the Theorem 1 check is (issue 5).
+// attnconv_bench: how fast and how lean the Theorem 1 check is.
 //
 //   cmake --build build --target attnconv_bench && ./build/attnconv_bench
 //
 // For each configuration (image side, heads = K^2, channels in = out, engine):
-//   case_s       wall time of the whole check (convolution reference, construction,
+//   case_s       wall time of the whole check (blocked convolution, construction,
 //                MHSA, alignment, bound, comparison), as `attnconv run` does it
 //   mhsa_s       wall time of the MHSA forward alone
 //   GFLOPs       the MHSA's floating-point operations (dense_flops / separable_flops,
@@ -25,7 +25,7 @@
 #include "construction/theorem1.hpp"
 #include "harness/case_loader.hpp"
 #include "harness/proof.hpp"
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 #include "mhsa/blas.hpp"
 #include "mhsa/engine.hpp"
 #include "ops/padding.hpp"
@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   dgemm_rate = measure_dgemm_rate();
   std::printf("dgemm (2048^3, %d engine threads x 1 BLAS thread): %.1f GFLOP/s\n", engine_threads(), dgemm_rate);
-  // The targets of issue 5 first, then the scaling table.
+  // The performance targets (bench/cases/) first, then the scaling table.
   const struct {
     int side, kernel, channels;
     const char* engine;

@@ -1,6 +1,6 @@
 // Pan et al., "On the Integration of Self-Attention and Convolution", CVPR 2022,
 // Sec. 3.3: the ACmix module, as its public reference code computes it
-// (DESIGN.md, "ACmix module"). The harness establishes:
+// (docs/design.md, "ACmix module"). The harness establishes:
 //  1. the convolution path IS a standard k_conv x k_conv convolution of [x; 1]
 //     (zero-padded), with a kernel derived from conv1..3, fc and dep_conv
 //     (expected = that convolution, actual = the path: max_abs, rel_l2);
@@ -15,7 +15,7 @@
 #include <xtensor/xview.hpp>
 
 #include "acmix/equivalent_kernel.hpp"
-#include "acmix/module_case.hpp"
+#include "acmix_module_case.hpp"
 #include "acmix/state_dict.hpp"
 #include "harness/short_number.hpp"
 #include "acmix/window_attention_loop.hpp"
@@ -33,14 +33,14 @@ template <class T> Outcome verify_typed(const Case& c) {
 
   // 1. The convolution path against the derived standard convolution of [x; 1].
   const EquivalentConv<T> eq = conv_path_equivalent(config, w);
-  const Image<T> expected = conv2d_reference(append_ones_channel(ac.input), eq.weight,
-                                             std::optional<Vector<T>>(eq.bias), eq.geometry);
+  const Image<T> expected = conv2d_blocked(append_ones_channel(ac.input), eq.weight,
+                                           std::optional<Vector<T>>(eq.bias), eq.geometry);
   const Difference d = compare(module.convolution, expected);
 
   // 2. Against the plain biased convolution of x: interior rectangle vs border band.
   const EquivalentConv<T> plain = plain_conv_of(eq);
   const Image<T> plain_out =
-      conv2d_reference(ac.input, plain.weight, std::optional<Vector<T>>(plain.bias), plain.geometry);
+      conv2d_blocked(ac.input, plain.weight, std::optional<Vector<T>>(plain.bias), plain.geometry);
   const auto rows = interior_range(int(ac.input.shape(1)), config.kernel_conv, config.stride);
   const auto cols = interior_range(int(ac.input.shape(2)), config.kernel_conv, config.stride);
   double interior_max = 0, border_max = 0, interior_diff2 = 0, interior_norm2 = 0;
@@ -129,7 +129,7 @@ template <class T> Outcome verify_typed(const Case& c) {
                  {"attention_out", xt::xarray<T>(module.attention)},
                  {"conv_out", xt::xarray<T>(module.convolution)},
                  {"output", xt::xarray<T>(module.output)}};
-  for (auto& named : acmix_state_dict(w)) out.tensors.push_back(std::move(named));
+  for (auto& [key, tensor] : acmix_state_dict(w)) out.tensors.push_back({key, std::move(tensor)});
   return out;
 }
 

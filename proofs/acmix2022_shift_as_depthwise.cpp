@@ -5,7 +5,7 @@
 // equal the convolution.
 #include <algorithm>
 
-#include "acmix/conv_case.hpp"
+#include "acmix_conv_case.hpp"
 #include "acmix/conv_decomposition.hpp"
 #include "acmix/pointwise.hpp"
 #include "acmix/shift.hpp"
@@ -17,7 +17,7 @@ namespace {
 
 template <class T> Outcome verify_typed(const Case& c) {
   const ConvCase<T> conv = conv_case_tensors<T>(c);
-  const Image<T> expected = conv2d_reference(conv.input, conv.weight, conv.bias, conv.geometry);
+  const Image<T> expected = conv2d_blocked(conv.input, conv.weight, conv.bias, conv.geometry);
   OpCounter counter, tensor_counter;
   const Image<T> actual =
       conv2d_decomposed(conv.input, conv.weight, conv.bias, conv.geometry, ShiftMethod::depthwise, counter);

@@ -4,9 +4,10 @@
 // positional encoding of dimension D_p >= 3 can express any convolutional layer
 // of kernel size sqrt(N_h) x sqrt(N_h) and min(D_h, D_out) output channels.
 // Any K1 x K2 kernel; padding, stride and dilation by the paper's remarks:
-// attend over the padded image, then crop and subsample (DESIGN.md). The
-// encoding is the theorem's quadratic one (D_p = 3) or the paper's generalised
-// quadratic encoding with a full precision per head (D_p = 5).
+// attend over the padded image, then crop and subsample (docs/design.md,
+// "Padding, stride, dilation"). The encoding is the theorem's quadratic one
+// (D_p = 3) or the paper's generalised quadratic encoding with a full precision
+// per head (D_p = 5).
 #include "mhsa/engine.hpp"
 #include "theorem1_common.hpp"
 
@@ -64,8 +65,10 @@ double memory_estimate(const Case& c) {
   const double layer = s * heads * (c_in * (d_h + 6) + d_h * c_out);
   const double inputs = s * (c_in * pixels + c_out * c_in * kernel[0] * kernel[1] + c_out * out_pixels + 2 * c_in * n) + layer;
   // The Theorem 1 layer has no content terms: auto runs the separable engine.
+  // Its D_k = D_p, counted as the widest encoding's (quadratic_general, 5).
   const Engine engine = c.params.at("engine") == "dense" ? Engine::dense : Engine::separable;
-  const double during_mhsa = inputs + engine_memory_bytes(engine, hp, wp, std::size_t(c_in), 5, std::size_t(d_h),
+  const std::size_t d_k = std::size_t(encoding_dim(Encoding::quadratic_general));
+  const double during_mhsa = inputs + engine_memory_bytes(engine, hp, wp, std::size_t(c_in), d_k, std::size_t(d_h),
                                                           std::size_t(c_out), std::size_t(s));
   const double at_end = inputs + s * (2 * c_out * n + 2 * c_out * out_pixels + c_in * pixels + c_out * out_pixels) +
                         8 * (2 * c_in * n + c_out * n);

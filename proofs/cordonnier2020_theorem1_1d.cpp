@@ -2,9 +2,9 @@
 // sequences: with N_h = K heads and a relative encoding of dimension D_p = 2,
 // r_delta = (delta^2, delta), MHSA on a sequence expresses any 1D convolution
 // of kernel K. Checked as Theorem 1 itself on a 1 x L image with a 1 x K kernel
-// (the same construction, alignment and bound; DESIGN.md, "1D remark").
+// (the same construction, alignment and bound; docs/design.md, "1D remark").
 #include "mhsa/dense_engine.hpp"
-#include "ops/conv1d_reference.hpp"
+#include "ops/conv1d_blocked.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {

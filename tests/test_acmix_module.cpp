@@ -73,7 +73,7 @@ TEST_CASE("ACmix module matches every PyTorch fixture", "[acmix_module]") {
     CHECK(relative_max(window_attention_loop(f.config, f.weights, f.input), f.attention) < 1e-12);
     const EquivalentConv<double> eq = conv_path_equivalent(f.config, f.weights);
     const Image<double> by_kernel =
-        conv2d_reference(append_ones_channel(f.input), eq.weight, std::optional<Vector<double>>(eq.bias), eq.geometry);
+        conv2d_blocked(append_ones_channel(f.input), eq.weight, std::optional<Vector<double>>(eq.bias), eq.geometry);
     CHECK(relative_max(by_kernel, f.convolution) < 1e-12);
   }
 }
@@ -114,7 +114,7 @@ TEST_CASE("ACmix identities over generated configurations", "[acmix_module]") {
   // The convolution path is a standard convolution of [x; 1] with the derived kernel.
   const EquivalentConv<double> eq = conv_path_equivalent(m.config, w);
   const Image<double> expected =
-      conv2d_reference(append_ones_channel(x), eq.weight, std::optional<Vector<double>>(eq.bias), eq.geometry);
+      conv2d_blocked(append_ones_channel(x), eq.weight, std::optional<Vector<double>>(eq.bias), eq.geometry);
   CHECK(relative_max(out.convolution, expected) < 1e-12);
 
   // The attention path equals the independent loop.
@@ -123,16 +123,16 @@ TEST_CASE("ACmix identities over generated configurations", "[acmix_module]") {
 
   // Against the plain biased convolution: equal inside, different in the border band iff Stage I has biases.
   const EquivalentConv<double> plain = plain_conv_of(eq);
-  const Image<double> plain_out = conv2d_reference(x, plain.weight, std::optional<Vector<double>>(plain.bias), plain.geometry);
+  const Image<double> plain_out = conv2d_blocked(x, plain.weight, std::optional<Vector<double>>(plain.bias), plain.geometry);
   const auto rows = interior_range(m.image[0], m.config.kernel_conv, m.config.stride);
   const auto cols = interior_range(m.image[1], m.config.kernel_conv, m.config.stride);
   double border = 0, interior = 0;
   for (std::size_t o = 0; o < plain_out.shape(0); ++o)
     for (int i = 0; i < int(h_out); ++i)
       for (int j = 0; j < int(w_out); ++j) {
-        const double delta = std::abs(plain_out(o, i, j) - out.convolution(o, i, j));
+        const double difference = std::abs(plain_out(o, i, j) - out.convolution(o, i, j));
         const bool inside = i >= rows[0] && i <= rows[1] && j >= cols[0] && j <= cols[1];
-        (inside ? interior : border) = std::max(inside ? interior : border, delta);
+        (inside ? interior : border) = std::max(inside ? interior : border, difference);
       }
   CHECK(interior < 1e-12 * double(xt::amax(xt::abs(plain_out))()));
   if (m.config.kernel_conv == 1)

@@ -1,4 +1,4 @@
-// Every bad input of the reliability issue, as one table: each row is run
+// Every kind of bad input, as one table: each row is run
 // through the attnconv program and must give exit code 2, a message naming
 // the file, the case and the key, leave an earlier report untouched and
 // start no journal. Set ATTNCONV_BAD_INPUT_LOG=FILE to get every message.

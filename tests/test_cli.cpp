@@ -1,6 +1,6 @@
 // End to end: the built attnconv program (ATTNCONV_BINARY) on case files
-// written to a fresh temporary folder. The contracts checked are DESIGN.md's
-// "CLI", "Report" and "Tensor dump" sections.
+// written to a fresh temporary folder. The contracts checked are docs/design.md's
+// "Command line", "Reports" and "Tensor dumps" sections.
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
@@ -14,7 +14,7 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xstrided_view.hpp>
 
-#include "ops/conv2d_reference.hpp"
+#include "ops/conv2d_blocked.hpp"
 
 namespace {
 
@@ -113,7 +113,7 @@ void check_dump(const fs::path& dir, std::array<std::size_t, 3> input, std::arra
   if (!bias) CHECK(zero_bias);
   // expected.npy is the convolution of the dumped input and parameters.
   const std::optional<Vector<T>> maybe_bias = bias ? std::optional<Vector<T>>(b) : std::nullopt;
-  const bool reproduced = conv2d_reference(x, w, maybe_bias, g) == expected;
+  const bool reproduced = conv2d_blocked(x, w, maybe_bias, g) == expected;
   CHECK(reproduced);
 }
 
@@ -332,7 +332,7 @@ TEST_CASE("run: weights loaded from .npy files; unknown or missing ones are bad 
   ConvGeometry g;
   g.padding = {1, 1, 1, 1};
   const Image<double> expected = xt::load_npy<double>((dumps / "loaded" / "expected.npy").string());
-  const bool reproduced = conv2d_reference(x, w, std::optional<Vector<double>>(b), g) == expected;
+  const bool reproduced = conv2d_blocked(x, w, std::optional<Vector<double>>(b), g) == expected;
   CHECK(reproduced);
 
   const std::string before = read_file(out / "report.json");

@@ -1,16 +1,18 @@
-// The 1D convolution wrapper (the 2D reference on a 1 x L image) against
-// PyTorch's F.conv1d fixtures (tests/fixtures/conv1d, made by make_fixtures.py).
+// The textbook reference::conv1d and the fast conv1d_blocked (conv2d_blocked
+// on a 1 x L image) against PyTorch's F.conv1d fixtures (tests/fixtures/conv1d,
+// made by make_fixtures.py).
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <xtensor/xnpy.hpp>
 
 #include "metrics/compare.hpp"
-#include "ops/conv1d_reference.hpp"
+#include "ops/conv1d_blocked.hpp"
+#include "reference/conv.hpp"
 
 using namespace attnconv;
 
-TEST_CASE("conv1d_reference matches PyTorch's conv1d fixtures", "[conv1d]") {
+TEST_CASE("reference::conv1d and conv1d_blocked match PyTorch's conv1d fixtures", "[conv1d]") {
   const std::string root = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/conv1d/";
   std::ifstream stream(root + "manifest.json");
   REQUIRE(stream);
@@ -28,9 +30,10 @@ TEST_CASE("conv1d_reference matches PyTorch's conv1d fixtures", "[conv1d]") {
     g.padding_mode = padding_mode_from_string(m["padding_mode"]);
     g.stride = m["stride"], g.dilation = m["dilation"];
     const auto bias = m["bias"].get<bool>() ? std::optional<Vector<double>>(b) : std::nullopt;
-    const Sequence<double> out = conv1d_reference(x, w, bias, g);
-    REQUIRE(out.shape() == y.shape());
-    CHECK(compare(out, y).max_abs <= 1e-12);
+    for (const Sequence<double>& out : {reference::conv1d(x, w, bias, g), conv1d_blocked(x, w, bias, g)}) {
+      REQUIRE(out.shape() == y.shape());
+      CHECK(compare(out, y).max_abs <= 1e-12);
+    }
   }
 }
 

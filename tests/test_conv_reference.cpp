@@ -1,6 +1,7 @@
-// The ground truth, pinned: conv2d_reference and pad() against values computed
-// by hand (derivations in the comments), and conv2d_reference against every
-// PyTorch fixture in tests/fixtures/conv2d (F.pad + F.conv2d, float64).
+// The ground truth, pinned: reference::conv2d and pad() against values computed
+// by hand (derivations in the comments), and reference::conv2d and the fast
+// conv2d_blocked against every PyTorch fixture in tests/fixtures/conv2d
+// (F.pad + F.conv2d, float64).
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,7 +11,8 @@
 #include <xtensor/xview.hpp>
 
 #include "metrics/compare.hpp"
-#include "ops/conv2d_reference.hpp"
+#include "ops/conv2d_blocked.hpp"
+#include "reference/conv.hpp"
 
 namespace {
 
@@ -62,25 +64,25 @@ template <class A, class B> void require_exact(const A& actual, const B& expecte
 
 }  // namespace
 
-TEST_CASE("conv2d_reference: 3x3 input, 2x2 kernel, no padding", "[conv_reference]") {
+TEST_CASE("reference::conv2d: 3x3 input, 2x2 kernel, no padding", "[conv_reference]") {
   // y[0,0] = 1*1 + 2*2 + 3*4 + 4*5 = 37    y[0,1] = 1*2 + 2*3 + 3*5 + 4*6 = 47
   // y[1,0] = 1*4 + 2*5 + 3*7 + 4*8 = 67    y[1,1] = 1*5 + 2*6 + 3*8 + 4*9 = 77
-  require_exact(conv2d_reference(x3(), w2(), no_bias, geometry({})), one_channel({{37, 47}, {67, 77}}));
+  require_exact(reference::conv2d(x3(), w2(), no_bias, geometry({})), one_channel({{37, 47}, {67, 77}}));
 }
 
-TEST_CASE("conv2d_reference: bias is added to every output pixel", "[conv_reference]") {
+TEST_CASE("reference::conv2d: bias is added to every output pixel", "[conv_reference]") {
   const std::optional<Vector<double>> bias = Vector<double>{0.5};
-  require_exact(conv2d_reference(x3(), w2(), bias, geometry({})), one_channel({{37.5, 47.5}, {67.5, 77.5}}));
+  require_exact(reference::conv2d(x3(), w2(), bias, geometry({})), one_channel({{37.5, 47.5}, {67.5, 77.5}}));
 }
 
-TEST_CASE("conv2d_reference: float32 gives the same exact integers", "[conv_reference]") {
+TEST_CASE("reference::conv2d: float32 gives the same exact integers", "[conv_reference]") {
   const Image<float> x = xt::cast<float>(x3());
   const Kernel<float> w = xt::cast<float>(w2());
   const Image<float> expected = xt::cast<float>(one_channel({{37, 47}, {67, 77}}));
-  require_exact(conv2d_reference(x, w, std::optional<Vector<float>>(), geometry({})), expected);
+  require_exact(reference::conv2d(x, w, std::optional<Vector<float>>(), geometry({})), expected);
 }
 
-TEST_CASE("conv2d_reference: padding 1 in each mode", "[conv_reference]") {
+TEST_CASE("reference::conv2d: padding 1 in each mode", "[conv_reference]") {
   const Padding one{1, 1, 1, 1};
   SECTION("zeros") {
     // xpad = 0 0 0 0 0      y[0,0] = 4*1 = 4         y[0,3] = 3*3 = 9
@@ -88,7 +90,7 @@ TEST_CASE("conv2d_reference: padding 1 in each mode", "[conv_reference]") {
     //        0 4 5 6 0      y[2,0] = 2*4 + 4*7 = 36  y[2,3] = 1*6 + 3*9 = 33
     //        0 7 8 9 0      y[3,0] = 2*7 = 14        y[3,3] = 1*9 = 9
     //        0 0 0 0 0      the inner 2x2 is the unpadded 37 47 / 67 77
-    require_exact(conv2d_reference(x3(), w2(), no_bias, geometry(one, PaddingMode::zeros)),
+    require_exact(reference::conv2d(x3(), w2(), no_bias, geometry(one, PaddingMode::zeros)),
                   one_channel({{4, 11, 18, 9}, {18, 37, 47, 21}, {36, 67, 77, 33}, {14, 23, 26, 9}}));
   }
   SECTION("reflect") {
@@ -98,7 +100,7 @@ TEST_CASE("conv2d_reference: padding 1 in each mode", "[conv_reference]") {
     //        5 4 5 6 5      y[3,0] = 8 + 2*7 + 3*5 + 4*4 = 53
     //        8 7 8 9 8      y[3,3] = 9 + 2*8 + 3*6 + 4*5 = 63
     //        5 4 5 6 5
-    require_exact(conv2d_reference(x3(), w2(), no_bias, geometry(one, PaddingMode::reflect)),
+    require_exact(reference::conv2d(x3(), w2(), no_bias, geometry(one, PaddingMode::reflect)),
                   one_channel({{23, 25, 35, 33}, {35, 37, 47, 45}, {65, 67, 77, 75}, {53, 55, 65, 63}}));
   }
   SECTION("replicate") {
@@ -107,7 +109,7 @@ TEST_CASE("conv2d_reference: padding 1 in each mode", "[conv_reference]") {
     //        4 4 5 6 6      y[1,3] = 3 + 2*3 + 3*6 + 4*6 = 51
     //        7 7 8 9 9      y[3,3] = 9 + 2*9 + 3*9 + 4*9 = 90
     //        7 7 8 9 9
-    require_exact(conv2d_reference(x3(), w2(), no_bias, geometry(one, PaddingMode::replicate)),
+    require_exact(reference::conv2d(x3(), w2(), no_bias, geometry(one, PaddingMode::replicate)),
                   one_channel({{10, 16, 26, 30}, {31, 37, 47, 51}, {61, 67, 77, 81}, {70, 76, 86, 90}}));
   }
   SECTION("circular") {
@@ -117,42 +119,42 @@ TEST_CASE("conv2d_reference: padding 1 in each mode", "[conv_reference]") {
     //        6 4 5 6 4      y[1,0] = 3 + 2*1 + 3*6 + 4*4 = 39
     //        9 7 8 9 7      y[2,0] = 6 + 2*4 + 3*9 + 4*7 = 69
     //        3 1 2 3 1      row 3 reads rows 3, 4 = rows 0, 1: same as row 0
-    require_exact(conv2d_reference(x3(), w2(), no_bias, geometry(one, PaddingMode::circular)),
+    require_exact(reference::conv2d(x3(), w2(), no_bias, geometry(one, PaddingMode::circular)),
                   one_channel({{36, 34, 44, 36}, {39, 37, 47, 39}, {69, 67, 77, 69}, {36, 34, 44, 36}}));
   }
 }
 
-TEST_CASE("conv2d_reference: stride 2 subsamples the stride-1 output", "[conv_reference]") {
+TEST_CASE("reference::conv2d: stride 2 subsamples the stride-1 output", "[conv_reference]") {
   // H_out = (3 + 2 - 1 - 1) // 2 + 1 = 2: rows/cols 0 and 2 of the zero-padded
   // stride-1 output above: [[4, 18], [36, 77]].
-  require_exact(conv2d_reference(x3(), w2(), no_bias, geometry({1, 1, 1, 1}, PaddingMode::zeros, {2, 2})),
+  require_exact(reference::conv2d(x3(), w2(), no_bias, geometry({1, 1, 1, 1}, PaddingMode::zeros, {2, 2})),
                 one_channel({{4, 18}, {36, 77}}));
   // stride (1, 2): rows 0..3, cols 0 and 2.
-  require_exact(conv2d_reference(x3(), w2(), no_bias, geometry({1, 1, 1, 1}, PaddingMode::zeros, {1, 2})),
+  require_exact(reference::conv2d(x3(), w2(), no_bias, geometry({1, 1, 1, 1}, PaddingMode::zeros, {1, 2})),
                 one_channel({{4, 18}, {18, 47}, {36, 77}, {14, 26}}));
 }
 
-TEST_CASE("conv2d_reference: dilation 2", "[conv_reference]") {
+TEST_CASE("reference::conv2d: dilation 2", "[conv_reference]") {
   // receptive field 3 = the whole image: y = 1*x[0,0] + 2*x[0,2] + 3*x[2,0] + 4*x[2,2]
   //                                        = 1 + 6 + 21 + 36 = 64
-  require_exact(conv2d_reference(x3(), w2(), no_bias, geometry({}, PaddingMode::zeros, {1, 1}, {2, 2})),
+  require_exact(reference::conv2d(x3(), w2(), no_bias, geometry({}, PaddingMode::zeros, {1, 1}, {2, 2})),
                 one_channel({{64}}));
   // dilation (2, 1): y[0,j] = x[0,j] + 2 x[0,j+1] + 3 x[2,j] + 4 x[2,j+1]
   //   j = 0: 1 + 4 + 21 + 32 = 58;  j = 1: 2 + 6 + 24 + 36 = 68
-  require_exact(conv2d_reference(x3(), w2(), no_bias, geometry({}, PaddingMode::zeros, {1, 1}, {2, 1})),
+  require_exact(reference::conv2d(x3(), w2(), no_bias, geometry({}, PaddingMode::zeros, {1, 1}, {2, 1})),
                 one_channel({{58, 68}}));
 }
 
-TEST_CASE("conv2d_reference: non-square kernels", "[conv_reference]") {
+TEST_CASE("reference::conv2d: non-square kernels", "[conv_reference]") {
   Kernel<double> row = xt::zeros<double>({1, 1, 1, 3});  // [1, 0, -1]: y[i, 0] = x[i, 0] - x[i, 2] = -2
   row(0, 0, 0, 0) = 1, row(0, 0, 0, 2) = -1;
-  require_exact(conv2d_reference(x3(), row, no_bias, geometry({})), one_channel({{-2}, {-2}, {-2}}));
+  require_exact(reference::conv2d(x3(), row, no_bias, geometry({})), one_channel({{-2}, {-2}, {-2}}));
   Kernel<double> column = xt::zeros<double>({1, 1, 3, 1});  // [1; 0; -1]: y[0, j] = x[0, j] - x[2, j] = -6
   column(0, 0, 0, 0) = 1, column(0, 0, 2, 0) = -1;
-  require_exact(conv2d_reference(x3(), column, no_bias, geometry({})), one_channel({{-6, -6, -6}}));
+  require_exact(reference::conv2d(x3(), column, no_bias, geometry({})), one_channel({{-6, -6, -6}}));
 }
 
-TEST_CASE("conv2d_reference: channels are summed per output channel", "[conv_reference]") {
+TEST_CASE("reference::conv2d: channels are summed per output channel", "[conv_reference]") {
   // input channel 0 = x, channel 1 = all ones.
   Image<double> x({2, 3, 3});
   xt::view(x, 0) = xt::view(x3(), 0);
@@ -164,7 +166,7 @@ TEST_CASE("conv2d_reference: channels are summed per output channel", "[conv_ref
   xt::view(w, 0, 1) = xt::ones<double>({2, 2});
   w(1, 1, 1, 1) = -1;
   const std::optional<Vector<double>> bias = Vector<double>{0, 2};
-  const Image<double> y = conv2d_reference(x, w, bias, geometry({}));
+  const Image<double> y = reference::conv2d(x, w, bias, geometry({}));
   Image<double> expected({2, 2, 2});
   xt::view(expected, 0) = xt::xtensor<double, 2>{{41, 51}, {71, 81}};
   xt::view(expected, 1) = xt::ones<double>({2, 2});
@@ -177,8 +179,25 @@ TEST_CASE("conv_output_size follows the PyTorch formula", "[conv_reference]") {
   CHECK(conv_output_size(9, 2, 2, 3, 2, 2) == 5);  // (9 + 4 - 4 - 1) // 2 + 1
   CHECK(conv_output_size(8, 1, 0, 2, 3, 1) == 3);  // (8 + 1 - 1 - 1) // 3 + 1
   CHECK(conv_output_size(3, 0, 0, 2, 1, 3) == 0);  // receptive field 4 > 3
-  CHECK_THROWS_AS(conv2d_reference(x3(), w2(), no_bias, geometry({}, PaddingMode::zeros, {1, 1}, {3, 3})),
+  CHECK_THROWS_AS(reference::conv2d(x3(), w2(), no_bias, geometry({}, PaddingMode::zeros, {1, 1}, {3, 3})),
                   std::invalid_argument);
+}
+
+TEST_CASE("reference::conv2d: groups split the channels", "[conv_reference]") {
+  // Two input channels x3() and 10 x3(); groups = 2, two outputs, kernel w2()
+  // and 2 w2(): output 0 reads only channel 0, output 1 only channel 1, so
+  // y[1] = 2 * 10 * y_one_channel = 20 [[37, 47], [67, 77]].
+  Image<double> x({2, 3, 3});
+  xt::view(x, 0) = xt::view(x3(), 0);
+  xt::view(x, 1) = 10.0 * xt::view(x3(), 0);
+  Kernel<double> w({2, 1, 2, 2});
+  xt::view(w, 0) = xt::view(w2(), 0);
+  xt::view(w, 1) = 2.0 * xt::view(w2(), 0);
+  Image<double> expected({2, 2, 2});
+  xt::view(expected, 0) = xt::view(one_channel({{37, 47}, {67, 77}}), 0);
+  xt::view(expected, 1) = xt::view(one_channel({{740, 940}, {1340, 1540}}), 0);
+  require_exact(reference::conv2d(x, w, no_bias, geometry({}), 2), expected);
+  CHECK_THROWS_AS(reference::conv2d(x, w, no_bias, geometry({}), 3), std::invalid_argument);
 }
 
 TEST_CASE("same_padding: PyTorch's split, the extra one bottom/right", "[conv_reference]") {
@@ -242,7 +261,7 @@ TEST_CASE("pad: sizes PyTorch rejects are rejected, not read out of bounds", "[c
   CHECK_NOTHROW(pad(x, {5, 5, 5, 5}, PaddingMode::replicate));
 }
 
-TEST_CASE("conv2d_reference agrees with every PyTorch fixture", "[conv_reference]") {
+TEST_CASE("reference::conv2d and conv2d_blocked agree with every PyTorch fixture", "[conv_reference]") {
   const std::string root = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/conv2d/";
   std::ifstream stream(root + "manifest.json");
   REQUIRE(stream);
@@ -268,11 +287,12 @@ TEST_CASE("conv2d_reference agrees with every PyTorch fixture", "[conv_reference
       CHECK(same.left == g.padding.left);
       CHECK(same.right == g.padding.right);
     }
-    const Image<double> y = conv2d_reference(x, w, bias, g);
-    REQUIRE(y.shape() == output.shape());
-    const Difference d = compare(y, output);
-    INFO("rel_l2 = " << d.rel_l2 << ", max_abs = " << d.max_abs);
-    CHECK(d.rel_l2 <= 1e-12);
-    CHECK(d.max_abs <= 1e-12 * double(xt::amax(xt::abs(output))()));
+    for (const Image<double>& y : {reference::conv2d(x, w, bias, g), conv2d_blocked(x, w, bias, g)}) {
+      REQUIRE(y.shape() == output.shape());
+      const Difference d = compare(y, output);
+      INFO("rel_l2 = " << d.rel_l2 << ", max_abs = " << d.max_abs);
+      CHECK(d.rel_l2 <= 1e-12);
+      CHECK(d.max_abs <= 1e-12 * double(xt::amax(xt::abs(output))()));
+    }
   }
 }

@@ -1,6 +1,6 @@
-// mhsa_dense (the block-streamed, BLAS engine) against a naive per-query,
-// per-key evaluation of Eq. 8 of Cordonnier et al. (ICLR 2020), written here
-// as plainly as the equation, on random layers whose every term is non-zero.
+// mhsa_dense (the block-streamed, BLAS engine) against the textbook Eq. 8 of
+// Cordonnier et al. (ICLR 2020), reference::mhsa, on a grid of small images and
+// random layers whose every term is non-zero; the softmax helpers; alpha = 1e4.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
@@ -9,117 +9,29 @@
 
 #include "metrics/compare.hpp"
 #include "mhsa/dense_engine.hpp"
+#include "reference/mhsa.hpp"
+#include "samples.hpp"
 #include "tensor/random.hpp"
 
 namespace {
 
 using namespace attnconv;
-using Real = long double;  // the naive evaluation runs in extended precision
-
-// r_delta, written out again from DESIGN.md (not through relative_encoding).
-std::vector<Real> r_delta(Encoding encoding, int d1, int d2) {
-  const Real a = d1, b = d2;
-  switch (encoding) {
-    case Encoding::quadratic: return {a * a + b * b, a, b};
-    case Encoding::quadratic_general: return {a * a, b * b, a * b, a, b};
-    case Encoding::quadratic_1d: return {b * b, b};
-  }
-  return {};
-}
-
-// Eq. 8, one query and one key at a time:
-//   A_qk = (X_q W_qry)(X_k W_key)^T + (X_q W_qry).(W^_key r_delta) + u.(X_k W_key) + v.(W^_key r_delta)
-//   P_q = softmax_k(A_qk) (over every pixel; the row maximum subtracted)
-//   SA_h(X)_q = sum_k P_qk X_k W_val;   MHSA(X) = concat_h(SA_h(X)) W_out + b_out
-template <class T>
-xt::xtensor<Real, 2> naive_mhsa(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height, std::size_t width) {
-  const std::size_t n = height * width, d_in = x.shape(1), d_h = layer.head_dim();
-  xt::xtensor<Real, 2> concat = xt::zeros<Real>({n, layer.heads.size() * d_h});
-  for (std::size_t h = 0; h < layer.heads.size(); ++h) {
-    const AttentionHead<T>& head = layer.heads[h];
-    const std::size_t d_k = head.w_qry.shape(1), d_p = head.w_key_hat.shape(1);
-    for (std::size_t q = 0; q < n; ++q) {
-      std::vector<Real> query(d_k, 0);  // X_q W_qry
-      for (std::size_t a = 0; a < d_k; ++a)
-        for (std::size_t c = 0; c < d_in; ++c) query[a] += Real(x(q, c)) * Real(head.w_qry(c, a));
-      std::vector<Real> score(n, 0);
-      for (std::size_t k = 0; k < n; ++k) {
-        std::vector<Real> key(d_k, 0);  // X_k W_key
-        for (std::size_t a = 0; a < d_k; ++a)
-          for (std::size_t c = 0; c < d_in; ++c) key[a] += Real(x(k, c)) * Real(head.w_key(c, a));
-        const int delta1 = int(k / width) - int(q / width), delta2 = int(k % width) - int(q % width);
-        const std::vector<Real> r = r_delta(layer.encoding, delta1, delta2);  // d_p entries
-        std::vector<Real> position(d_k, 0);  // W^_key r_delta
-        for (std::size_t a = 0; a < d_k; ++a)
-          for (std::size_t p = 0; p < d_p; ++p) position[a] += Real(head.w_key_hat(a, p)) * r[p];
-        Real content_content = 0, content_position = 0, bias_content = 0, bias_position = 0;
-        for (std::size_t a = 0; a < d_k; ++a) {
-          content_content += query[a] * key[a];
-          content_position += query[a] * position[a];
-          bias_content += Real(head.u(a)) * key[a];
-          bias_position += Real(head.v(a)) * position[a];
-        }
-        score[k] = content_content + content_position + bias_content + bias_position;
-      }
-      Real max = score[0];
-      for (Real s : score) max = std::max(max, s);
-      Real sum = 0;
-      for (Real& s : score) sum += (s = std::exp(s - max));
-      for (std::size_t k = 0; k < n; ++k)
-        for (std::size_t d = 0; d < d_h; ++d) {
-          Real value = 0;  // (X_k W_val)_d
-          for (std::size_t c = 0; c < d_in; ++c) value += Real(x(k, c)) * Real(head.w_val(c, d));
-          concat(q, h * d_h + d) += score[k] / sum * value;
-        }
-    }
-  }
-  xt::xtensor<Real, 2> y({n, layer.out_dim()});
-  for (std::size_t q = 0; q < n; ++q)
-    for (std::size_t o = 0; o < layer.out_dim(); ++o) {
-      Real sum = Real(layer.b_out(o));
-      for (std::size_t j = 0; j < concat.shape(1); ++j) sum += concat(q, j) * Real(layer.w_out(j, o));
-      y(q, o) = sum;
-    }
-  return y;
-}
+using reference::Real;
 
 // Every parameter random and non-zero. The positional part is scaled down so
 // that the scores stay O(10) on these images: softmax neither uniform nor one-hot.
 MhsaLayer<double> random_layer(Random& random, Encoding encoding, std::size_t heads, std::size_t d_in,
                                std::size_t d_h, std::size_t d_out) {
-  const std::size_t d_p = std::size_t(encoding_dim(encoding));
-  MhsaLayer<double> layer;
-  layer.encoding = encoding;
-  for (std::size_t h = 0; h < heads; ++h) {
-    const std::size_t d_k = 1 + h % 3;  // heads may differ in D_k
-    AttentionHead<double> head;
-    head.w_qry = random.uniform_tensor<double, 2>({d_in, d_k});
-    head.w_key = random.uniform_tensor<double, 2>({d_in, d_k});
-    head.w_key_hat = 0.2 * random.uniform_tensor<double, 2>({d_k, d_p});
-    head.u = random.uniform_tensor<double, 1>({d_k});
-    head.v = random.uniform_tensor<double, 1>({d_k});
-    head.w_val = random.uniform_tensor<double, 2>({d_in, d_h});
-    layer.heads.push_back(head);
-  }
-  layer.w_out = random.uniform_tensor<double, 2>({heads * d_h, d_out});
-  layer.b_out = random.uniform_tensor<double, 1>({d_out});
-  return layer;
-}
-
-MhsaLayer<float> to_float(const MhsaLayer<double>& layer) {
-  MhsaLayer<float> out;
-  out.encoding = layer.encoding;
-  for (const auto& head : layer.heads)
-    out.heads.push_back({xt::cast<float>(head.w_qry), xt::cast<float>(head.w_key), xt::cast<float>(head.w_key_hat),
-                         xt::cast<float>(head.u), xt::cast<float>(head.v), xt::cast<float>(head.w_val)});
-  out.w_out = xt::cast<float>(layer.w_out);
-  out.b_out = xt::cast<float>(layer.b_out);
-  return out;
+  samples::LayerShape shape;
+  shape.encoding = encoding, shape.heads = heads, shape.d_in = d_in, shape.d_h = d_h, shape.d_out = d_out;
+  shape.cycle_d_k = true, shape.position_scale = 0.2, shape.score_scale = 1, shape.content = true,
+  shape.cross_term = true;
+  return samples::random_layer<double>(random, shape);
 }
 
 }  // namespace
 
-TEST_CASE("mhsa_dense equals the naive Eq. 8 loop: random layers, all terms non-zero", "[mhsa_dense]") {
+TEST_CASE("mhsa_dense equals the textbook Eq. 8 (reference::mhsa): random layers, all terms non-zero", "[mhsa_dense]") {
   const auto image = GENERATE(std::array<std::size_t, 2>{1, 1}, std::array<std::size_t, 2>{1, 7},
                               std::array<std::size_t, 2>{5, 1}, std::array<std::size_t, 2>{3, 3},
                               std::array<std::size_t, 2>{4, 6}, std::array<std::size_t, 2>{6, 5});
@@ -134,7 +46,7 @@ TEST_CASE("mhsa_dense equals the naive Eq. 8 loop: random layers, all terms non-
   const Matrix<double> x = random.uniform_tensor<double, 2>({height * width, d_in});
 
   SECTION("float64 to 1e-12") {
-    const xt::xtensor<Real, 2> expected = naive_mhsa(layer, x, height, width);
+    const xt::xtensor<Real, 2> expected = reference::mhsa(layer, x, height, width);
     const Matrix<double> y = mhsa_dense(layer, x, height, width);
     const Difference d = compare(y, expected);
     INFO("rel_l2 " << d.rel_l2 << ", max_abs " << d.max_abs);
@@ -142,9 +54,9 @@ TEST_CASE("mhsa_dense equals the naive Eq. 8 loop: random layers, all terms non-
     CHECK(d.max_abs <= 1e-12 * double(xt::amax(xt::abs(expected))()));
   }
   SECTION("float32 to 1e-5") {
-    const MhsaLayer<float> layer32 = to_float(layer);
+    const MhsaLayer<float> layer32 = samples::cast_layer<float>(layer);
     const Matrix<float> x32 = xt::cast<float>(x);
-    const xt::xtensor<Real, 2> expected = naive_mhsa(layer32, x32, height, width);  // the same float32 numbers
+    const xt::xtensor<Real, 2> expected = reference::mhsa(layer32, x32, height, width);  // the same float32 numbers
     const Difference d = compare(mhsa_dense(layer32, x32, height, width), expected);
     INFO("rel_l2 " << d.rel_l2 << ", max_abs " << d.max_abs);
     CHECK(d.rel_l2 <= 1e-5);

@@ -53,7 +53,7 @@ TEST_CASE("under the construction at large alpha each head attends to q + Delta"
   const Matrix<double> x = random.stream(2).uniform_tensor<double, 2>({h * w, 2});
   const Matrix<double> p = attention_rows(layer, x, h, w, qi * w + qj);
   for (int head = 0; head < 9; ++head) {
-    const auto delta = kernel_offset(head / 3, head % 3, {3, 3}, {1, 1});
-    CHECK(p(std::size_t(head), std::size_t((int(qi) + delta[0]) * int(w) + int(qj) + delta[1])) >= 1 - 4 * std::exp(-60.0) - 1e-15);  // 1 - P <= eps(alpha) ~ 4 e^-alpha, plus round-off
+    const auto shift = target_shift(head / 3, head % 3, {3, 3}, {1, 1});
+    CHECK(p(std::size_t(head), std::size_t((int(qi) + shift[0]) * int(w) + int(qj) + shift[1])) >= 1 - 4 * std::exp(-60.0) - 1e-15);  // 1 - P <= eps(alpha) ~ 4 e^-alpha, plus round-off
   }
 }

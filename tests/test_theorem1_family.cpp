@@ -1,7 +1,7 @@
 // Theorem 1 of Cordonnier, Loukas & Jaggi (ICLR 2020) over a generated family
 // of convolutions: the construction (theorem1_layer), run by the dense MHSA on
 // the padded image and read back by align_to_convolution (the paper's remarks
-// on padding, stride, dilation; DESIGN.md), equals conv2d_reference to
+// on padding, stride, dilation; docs/design.md), equals conv2d_blocked to
 // round-off at alpha = 60 in float64. And the rank-limited construction
 // (D_h < D_out) misses the kernel by exactly the Eckart-Young tail.
 #include <catch2/catch.hpp>
@@ -14,6 +14,7 @@
 #include "harness/case_loader.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/dense_engine.hpp"
+#include "ops/conv2d_blocked.hpp"
 #include "tensor/random.hpp"
 
 namespace {
@@ -63,7 +64,7 @@ Run run(const Config& c, std::uint64_t seed) {
   const std::optional<Vector<double>>& b = r.bias;
   ConvGeometry& g = r.geometry;
   g.padding = c.padding, g.padding_mode = c.mode, g.stride = c.stride, g.dilation = c.dilation;
-  r.expected = conv2d_reference(x, r.w_conv, b, g);
+  r.expected = conv2d_blocked(x, r.w_conv, b, g);
 
   Theorem1Options options;
   options.heads = c.heads, options.head_dim = c.head_dim, options.alpha = c.alpha, options.dilation = c.dilation;
@@ -163,8 +164,8 @@ TEST_CASE("Theorem 1, head_dim < out_channels: the best rank-D_h product, Eckart
       const Matrix<double> m = head_product(r.layer, std::size_t(p * c.kernel[1] + q));
       for (int i = 0; i < c.in_channels; ++i)
         for (int o = 0; o < c.out_channels; ++o) {
-          const double delta = m(i, o) - r.w_conv(o, i, p, q);
-          distance2 += delta * delta;
+          const double difference = m(i, o) - r.w_conv(o, i, p, q);
+          distance2 += difference * difference;
           w_rank(o, i, p, q) = m(i, o);
         }
     }
@@ -174,7 +175,7 @@ TEST_CASE("Theorem 1, head_dim < out_channels: the best rank-D_h product, Eckart
   CHECK(std::abs(std::sqrt(distance2) - tail) <= 1e-10);
 
   // And the MHSA is exactly the convolution with that rank-limited kernel.
-  const Difference d = compare(r.actual, conv2d_reference(r.x, w_rank, r.bias, r.geometry));
+  const Difference d = compare(r.actual, conv2d_blocked(r.x, w_rank, r.bias, r.geometry));
   INFO("rel_l2 against the rank-limited convolution " << d.rel_l2);
   CHECK(d.rel_l2 <= 1e-12);
 }
@@ -190,7 +191,7 @@ TEST_CASE("Theorem 1, D_in < D_h < D_out: the slices have rank <= D_h, still exa
 }
 
 TEST_CASE("the proof's finite-alpha bound holds at every alpha, and the error decays", "[theorem1_family]") {
-  // DESIGN.md, "Finite alpha": ||MHSA - conv||_inf <= sum_h eps(alpha) 2 max_k |X_k W_val W_out| + round-off.
+  // docs/design.md, "Finite alpha": ||MHSA - conv||_inf <= sum_h eps(alpha) 2 max_k |X_k W_val W_out| + round-off.
   const std::string dtype = GENERATE("float64", "float32");
   const json object = {{"name", "bound"},
                        {"proof", "cordonnier2020.theorem1"},

@@ -4,13 +4,9 @@
 // encodings. Each sample runs through the proof exactly as a case file would.
 // On a failure RapidCheck shrinks to the smallest failing configuration and
 // prints it (the generated values and the case JSON). Fixed seed: reproducible.
-#include <rapidcheck.h>
-
-#include <catch2/catch.hpp>
-#include <sstream>
-
 #include "harness/case_loader.hpp"
 #include "harness/proof.hpp"
+#include "property.hpp"
 
 namespace {
 
@@ -56,18 +52,7 @@ json run(const json& object) {
   return attnconv::find_proof(cases.at(0).proof)->verify(cases.at(0)).metrics;
 }
 
-template <class Testable> void check(const std::string& description, int samples, Testable&& testable) {
-  rc::detail::TestParams params;
-  params.seed = 20200430;
-  params.maxSuccess = samples;
-  rc::detail::TestMetadata metadata;
-  metadata.id = metadata.description = description;
-  const auto result = rc::detail::checkTestable(std::forward<Testable>(testable), metadata, params);
-  std::ostringstream message;
-  rc::detail::printResultMessage(result, message);
-  INFO(message.str());
-  CHECK(result.template is<rc::detail::SuccessResult>());
-}
+using attnconv::property::check;
 
 }  // namespace
 

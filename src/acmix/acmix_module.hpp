@@ -3,7 +3,7 @@
 // reference code (LeapLabTHU/ACmix, ResNet/test_bottleneck.py, class ACmix) with
 // the generalisations recorded in tests/fixtures/README.md: dep_conv padding
 // k_conv // 2, output ceil(H/s) x ceil(W/s), dep_conv without bias unless one is
-// given. DESIGN.md, "ACmix module".
+// given. docs/design.md, "ACmix module".
 //   Stage I:   q, k, v = conv1(x), conv2(x), conv3(x)        (1x1, C_in -> C_out)
 //   attention: per head, window k_att x k_att of reflection-padded k, v, pe
 //   conv path: f = fc . [q heads; k heads; v heads]  then  dep_conv (groups = head_dim)

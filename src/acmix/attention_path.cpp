@@ -1,5 +1,5 @@
 // The ACmix attention path, vectorised over output pixels one window offset at
-// a time like the reference's nn.Unfold form (DESIGN.md, "ACmix module"):
+// a time like the reference's nn.Unfold form (docs/design.md, "ACmix module"):
 //   score[n, (a,b), i, j] = sum_d (q[n,d,i*s,j*s] * hd^-1/2) * (k_pad[n,d,i*s+a,j*s+b] + pe[d,i*s,j*s] - pe_pad[d,i*s+a,j*s+b])
 //   P = softmax over the k_att^2 window;  out[n,d,i,j] = sum_(a,b) P * v_pad[n,d,i*s+a,j*s+b]
 // k, v and pe are reflection-padded by k_att // 2.

@@ -2,10 +2,10 @@
 // Pan et al., CVPR 2022, Sec. 3.1, Eq. (2)-(4): a k1 x k2 convolution is
 //   Stage I:  g_pq = W[:, :, p, q] x                  (k1*k2 1x1 convolutions)
 //   Stage II: y[i, j] = b + sum_pq g_pq[i*s1 + p*d1 - top, j*s2 + q*d2 - left]   (zero outside)
-// (DESIGN.md, "ACmix decomposition"). Any kernel shape, padding, stride and
+// (docs/design.md, "ACmix decomposition"). Any kernel shape, padding, stride and
 // dilation; a padding mode other than zeros pads first, then decomposes.
 #include "acmix/op_counter.hpp"
-#include "ops/conv2d_reference.hpp"
+#include "ops/conv2d_blocked.hpp"
 
 namespace attnconv {
 

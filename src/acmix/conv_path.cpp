@@ -1,4 +1,4 @@
-// The ACmix convolution path (DESIGN.md, "ACmix module"; fixture README items 7-8):
+// The ACmix convolution path (docs/design.md, "ACmix module"; fixture README items 7-8):
 //   F_j[d] = proj_t[n*hd + d],  j = t*N + n  (t = 0, 1, 2 for q, k, v)
 //   f[d*k^2 + kk] = sum_j fc[kk, j] F_j[d]                    (one matrix product)
 //   out = dep_conv(f): groups = head_dim, padding k_conv // 2 (zeros), stride s;

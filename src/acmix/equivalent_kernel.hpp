@@ -1,5 +1,5 @@
 #pragma once
-// What the ACmix convolution path computes (our derivation; DESIGN.md, "ACmix
+// What the ACmix convolution path computes (our derivation; docs/design.md, "ACmix
 // module"). With P_t = conv{1,2,3} weight/bias (t = q, k, v), N heads, hd = head_dim:
 //   f[d*k^2 + kk] = A[d, kk, :] . x + a0[d, kk]
 //     A[d, kk, c] = sum_{t,n} fc[kk, t*N + n] W_t[n*hd + d, c]
@@ -13,7 +13,7 @@
 // ones channel contributes the constant sum_ab K[o, C_in, a, b]: a plain biased
 // convolution of x; in the border band it does not.
 #include "acmix/acmix_module.hpp"
-#include "ops/conv2d_reference.hpp"
+#include "ops/conv2d_blocked.hpp"
 
 namespace attnconv {
 

@@ -1,14 +1,15 @@
 #pragma once
-// A grouped 2D convolution in plain loops (PyTorch nn.Conv2d with `groups`):
-// input channels split into `groups` equal blocks, output channel o reads block
-// o / (C_out / groups). Weight (C_out, C_in / groups, K1, K2). groups = C_in is
-// a depthwise convolution. Used for ACmix's shift-initialised dep_conv and for
-// the "improved shift" (a depthwise convolution with a one-hot kernel).
+// A grouped 2D convolution (PyTorch nn.Conv2d with `groups`), counted: the
+// textbook reference::conv2d, whose input channels split into `groups` equal
+// blocks, output channel o reading block o / (C_out / groups); weight
+// (C_out, C_in / groups, K1, K2); groups = C_in is a depthwise convolution. Used
+// for ACmix's shift-initialised dep_conv and for the "improved shift" (a
+// depthwise convolution with a one-hot kernel).
 #include <optional>
 #include <string>
 
 #include "acmix/op_counter.hpp"
-#include "ops/conv2d_reference.hpp"
+#include "ops/geometry.hpp"
 
 namespace attnconv {
 

@@ -5,7 +5,7 @@
 #include <array>
 
 #include "acmix/op_counter.hpp"
-#include "ops/conv2d_reference.hpp"
+#include "ops/conv2d_blocked.hpp"
 
 namespace attnconv {
 

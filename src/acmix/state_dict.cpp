@@ -36,19 +36,19 @@ template <class T> Matrix<T> from_conv1x1(const xt::xarray<T>& a) {
 }
 }  // namespace
 
-template <class T> std::vector<NamedTensor> acmix_state_dict(const AcmixWeights<T>& w) {
-  std::vector<NamedTensor> out{{"rate1", xt::xarray<T>({w.rate1})},
-                               {"rate2", xt::xarray<T>({w.rate2})},
-                               {"conv1.weight", as_conv1x1(w.conv1_weight)},
-                               {"conv1.bias", xt::xarray<T>(w.conv1_bias)},
-                               {"conv2.weight", as_conv1x1(w.conv2_weight)},
-                               {"conv2.bias", xt::xarray<T>(w.conv2_bias)},
-                               {"conv3.weight", as_conv1x1(w.conv3_weight)},
-                               {"conv3.bias", xt::xarray<T>(w.conv3_bias)},
-                               {"conv_p.weight", as_conv1x1(w.conv_p_weight)},
-                               {"conv_p.bias", xt::xarray<T>(w.conv_p_bias)},
-                               {"fc.weight", as_conv1x1(w.fc_weight)},
-                               {"dep_conv.weight", xt::xarray<T>(w.dep_conv_weight)}};
+template <class T> StateDict<T> acmix_state_dict(const AcmixWeights<T>& w) {
+  StateDict<T> out{{"rate1", xt::xarray<T>({w.rate1})},
+                   {"rate2", xt::xarray<T>({w.rate2})},
+                   {"conv1.weight", as_conv1x1(w.conv1_weight)},
+                   {"conv1.bias", xt::xarray<T>(w.conv1_bias)},
+                   {"conv2.weight", as_conv1x1(w.conv2_weight)},
+                   {"conv2.bias", xt::xarray<T>(w.conv2_bias)},
+                   {"conv3.weight", as_conv1x1(w.conv3_weight)},
+                   {"conv3.bias", xt::xarray<T>(w.conv3_bias)},
+                   {"conv_p.weight", as_conv1x1(w.conv_p_weight)},
+                   {"conv_p.bias", xt::xarray<T>(w.conv_p_bias)},
+                   {"fc.weight", as_conv1x1(w.fc_weight)},
+                   {"dep_conv.weight", xt::xarray<T>(w.dep_conv_weight)}};
   if (w.dep_conv_bias) out.push_back({"dep_conv.bias", xt::xarray<T>(*w.dep_conv_bias)});
   return out;
 }
@@ -83,8 +83,8 @@ AcmixWeights<T> acmix_weights_from(const AcmixConfig& config, const std::map<std
   return w;
 }
 
-template std::vector<NamedTensor> acmix_state_dict(const AcmixWeights<float>&);
-template std::vector<NamedTensor> acmix_state_dict(const AcmixWeights<double>&);
+template StateDict<float> acmix_state_dict(const AcmixWeights<float>&);
+template StateDict<double> acmix_state_dict(const AcmixWeights<double>&);
 template AcmixWeights<float> acmix_weights_from(const AcmixConfig&, const std::map<std::string, xt::xarray<float>>&);
 template AcmixWeights<double> acmix_weights_from(const AcmixConfig&,
                                                  const std::map<std::string, xt::xarray<double>>&);

@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include <utility>
+#include <xtensor/xarray.hpp>
+
 #include "acmix/acmix_module.hpp"
-#include "harness/proof.hpp"
 
 namespace attnconv {
 
@@ -18,8 +20,9 @@ struct StateDictEntry {
 // Every entry, in the reference's order; dep_conv.bias only when `dep_conv_bias`.
 std::vector<StateDictEntry> acmix_state_dict_entries(const AcmixConfig& config, bool dep_conv_bias);
 
-// The parameters as tensors named by their keys, in PyTorch shapes.
-template <class T> std::vector<NamedTensor> acmix_state_dict(const AcmixWeights<T>& w);
+// The parameters as tensors named by their keys, in PyTorch shapes, in the reference's order.
+template <class T> using StateDict = std::vector<std::pair<std::string, xt::xarray<T>>>;
+template <class T> StateDict<T> acmix_state_dict(const AcmixWeights<T>& w);
 
 // From tensors keyed and shaped as acmix_state_dict_entries says (dep_conv.bias optional).
 template <class T>

@@ -1,7 +1,7 @@
 // attnconv: checks published theorems about self-attention and convolution,
-// case by case. DESIGN.md, "CLI": run / list / proofs; exit 0 all passed,
-// 1 a case failed or errored, 2 bad usage or bad input (nothing run), 3 the
-// cases ran but a result could not be written (the journal kept for --resume).
+// case by case. docs/design.md, "Command line": run / list / proofs; exit 0 all
+// passed, 1 a case failed or errored, 2 bad usage or bad input (nothing run),
+// 3 the cases ran but a result could not be written (the journal kept for --resume).
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>

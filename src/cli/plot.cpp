@@ -186,8 +186,8 @@ template <class T> Figure attention_figure(const nlohmann::json& c) {
   // Show a window around the query wide enough for every head's target.
   int reach = 1;
   for (int h = 0; h < panels; ++h) {
-    const auto offset = kernel_offset(h / kernel[1], h % kernel[1], kernel, dilation);
-    reach = std::max({reach, std::abs(offset[0]), std::abs(offset[1])});
+    const auto shift = target_shift(h / kernel[1], h % kernel[1], kernel, dilation);
+    reach = std::max({reach, std::abs(shift[0]), std::abs(shift[1])});
   }
   reach += 2;
   f.width = std::clamp(kernel[1] * 160, 480, 1400);
@@ -206,9 +206,9 @@ template <class T> Figure attention_figure(const nlohmann::json& c) {
     << "set yrange [" << std::min(int(hp) - 1, qi + reach) + 0.5 << ":" << std::max(0, qi - reach) - 0.5 << "]\n"
     << "set object 1 rectangle center " << qj << "," << qi << " size 1,1 front fs empty border lc rgb '#d62728' lw 1.5\n";
   for (int h = 0; h < panels; ++h) {
-    const auto offset = kernel_offset(h / kernel[1], h % kernel[1], kernel, dilation);
-    s << "set title " << gp_quoted("head " + std::to_string(h) + ", Delta (" + std::to_string(offset[0]) + ", " +
-                                   std::to_string(offset[1]) + ")")
+    const auto shift = target_shift(h / kernel[1], h % kernel[1], kernel, dilation);
+    s << "set title " << gp_quoted("head " + std::to_string(h) + ", Delta (" + std::to_string(shift[0]) + ", " +
+                                   std::to_string(shift[1]) + ")")
       << "\nplot datafile index " << h << " matrix with image\n";
   }
   s << "unset multiplot\n";

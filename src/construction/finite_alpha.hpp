@@ -1,6 +1,6 @@
 #pragma once
 // How far the Theorem 1 construction is from its alpha -> infinity limit at a
-// finite alpha (DESIGN.md, "Finite alpha"; our derivation, not in the paper).
+// finite alpha (docs/design.md, "Finite alpha"; our derivation, not in the paper).
 //
 // Leak. For a query whose target key q + Delta exists, with a positional score
 // -alpha (delta - Delta)^T A (delta - Delta) + const (A = I for the quadratic
@@ -9,7 +9,7 @@
 //                     <= sum_{m != 0} e^{-alpha lambda_min |m|^2}       (m^T A m >= lambda_min |m|^2)
 //                      = (1 + 2s)^2 - 1 = 4 s (1 + s),  s = sum_{n>=1} e^{-alpha lambda_min n^2}.
 // (The keys of the image are a subset of q + Z^2 and the target's own term
-// is 1 in the denominator.) With lambda_min = 1 this is eps(alpha) of DESIGN.md.
+// is 1 in the denominator.) With lambda_min = 1 this is eps(alpha) of docs/design.md.
 //
 // Output. MHSA_q - conv_q = sum_h sum_{k != t} P_qk (X_k - X_t) W_val^h W_out^h, so
 //   |MHSA - conv|_inf <= sum_h eps * 2 max_k |X_k W_val^h W_out^h|_inf.

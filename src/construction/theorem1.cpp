@@ -1,6 +1,7 @@
 #include "construction/theorem1.hpp"
 
 #include <cmath>
+#include <initializer_list>
 #include <stdexcept>
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
@@ -28,7 +29,7 @@ std::vector<Precision2> random_precisions(std::uint64_t seed, int count) {
 
 std::array<int, 2> kernel_center(std::array<int, 2> kernel) { return {(kernel[0] - 1) / 2, (kernel[1] - 1) / 2}; }
 
-std::array<int, 2> kernel_offset(int p, int q, std::array<int, 2> kernel, std::array<int, 2> dilation) {
+std::array<int, 2> target_shift(int p, int q, std::array<int, 2> kernel, std::array<int, 2> dilation) {
   const auto c = kernel_center(kernel);
   return {(p - c[0]) * dilation[0], (q - c[1]) * dilation[1]};
 }
@@ -58,19 +59,28 @@ template <class T> std::pair<Matrix<T>, Matrix<T>> factor_slice(const Matrix<T>&
   return {w_val, block};
 }
 
-// The vector v of the head that targets Delta (see theorem1.hpp).
-template <class T> Vector<T> positional_query(const Theorem1Options& o, std::array<int, 2> delta, std::size_t h) {
-  const double alpha = o.alpha, d1 = delta[0], d2 = delta[1];
+// v of the head whose target shift is Delta. Cordonnier et al., Eq. 9, with
+// r_delta = (|delta|^2, delta1, delta2) and W^_key = I:
+//   v = -alpha (1, -2 Delta1, -2 Delta2),  so  v . r_delta = -alpha (|delta - Delta|^2 - |Delta|^2);
+// quadratic_1d drops the first axis, quadratic_general puts the precision A in
+// (theorem1.hpp). Each entry is -alpha times an exact coefficient: one rounding.
+template <class T> Vector<T> positional_query(const Theorem1Options& o, std::array<int, 2> shift, std::size_t h) {
+  const double alpha = o.alpha, shift1 = shift[0], shift2 = shift[1];
+  const auto v = [alpha](std::initializer_list<double> coefficients) {
+    Vector<T> out = xt::zeros<T>({coefficients.size()});
+    std::size_t i = 0;
+    for (const double c : coefficients) out(i++) = T(-alpha * c);
+    return out;
+  };
   switch (o.encoding) {
     case Encoding::quadratic:
-      return Vector<T>{T(-alpha), T(2 * alpha * d1), T(2 * alpha * d2)};
+      return v({1, -2 * shift1, -2 * shift2});
     case Encoding::quadratic_1d:
-      return Vector<T>{T(-alpha), T(2 * alpha * d2)};
+      return v({1, -2 * shift2});
     case Encoding::quadratic_general: {
       const Precision2& a = o.precision.at(h);
-      const double a_delta1 = a.a11 * d1 + a.a12 * d2, a_delta2 = a.a12 * d1 + a.a22 * d2;
-      return Vector<T>{T(-alpha * a.a11), T(-alpha * a.a22), T(-2 * alpha * a.a12), T(2 * alpha * a_delta1),
-                       T(2 * alpha * a_delta2)};
+      const double a_shift1 = a.a11 * shift1 + a.a12 * shift2, a_shift2 = a.a12 * shift1 + a.a22 * shift2;  // A Delta
+      return v({a.a11, a.a22, 2 * a.a12, -2 * a_shift1, -2 * a_shift2});
     }
   }
   throw std::logic_error("positional_query: unknown encoding");
@@ -110,8 +120,7 @@ MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<
     head.w_val = xt::zeros<T>({d_in, d_h});
     if (h < std::size_t(kernel[0] * kernel[1])) {
       const int p = int(h) / kernel[1], q = int(h) % kernel[1];
-      const auto delta = kernel_offset(p, q, kernel, options.dilation);
-      head.v = positional_query<T>(options, delta, h);
+      head.v = positional_query<T>(options, target_shift(p, q, kernel, options.dilation), h);
       auto [w_val, block] = factor_slice(kernel_slice_t(w_conv, std::size_t(p), std::size_t(q)), d_h);
       head.w_val = std::move(w_val);
       xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all()) = block;

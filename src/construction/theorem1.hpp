@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "mhsa/mhsa_layer.hpp"
-#include "ops/conv2d_reference.hpp"
+#include "ops/geometry.hpp"
 
 namespace attnconv {
 
@@ -35,10 +35,11 @@ struct Theorem1Options {
   std::vector<Precision2> precision;  // quadratic_general: A of head h (at least K1*K2 of them)
 };
 
-// Kernel centre c = ((K1-1)//2, (K2-1)//2) and the shift
-// Delta = ((p - c1) d1, (q - c2) d2) that the head of kernel position (p, q) targets.
+// Kernel centre c = ((K1-1)//2, (K2-1)//2) (for an even K the centre is the
+// tap before the middle) and the target shift Delta = ((p - c1) d1, (q - c2) d2)
+// of the head of kernel tap (p, q) (docs/design.md, "Kernel taps and target shifts").
 std::array<int, 2> kernel_center(std::array<int, 2> kernel);
-std::array<int, 2> kernel_offset(int p, int q, std::array<int, 2> kernel, std::array<int, 2> dilation);
+std::array<int, 2> target_shift(int p, int q, std::array<int, 2> kernel, std::array<int, 2> dilation);
 
 // The construction of the proof of Theorem 1. Head h = p*K2 + q (h < heads)
 // is assigned kernel position (p, q); W_qry = W_key = 0, u = 0, W^_key = I_{D_p} (D_k = D_p),

@@ -23,7 +23,7 @@ FiniteAlphaBound construction_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
                                    std::size_t width, std::array<int, 2> kernel, const Theorem1Options& options) {
   std::vector<std::optional<std::array<int, 2>>> targets(layer.heads.size());
   for (int h = 0; h < std::min(options.heads, kernel[0] * kernel[1]); ++h)
-    targets[std::size_t(h)] = kernel_offset(h / kernel[1], h % kernel[1], kernel, options.dilation);
+    targets[std::size_t(h)] = target_shift(h / kernel[1], h % kernel[1], kernel, options.dilation);
   const std::size_t conv_terms = layer.in_dim() * std::size_t(kernel[0] * kernel[1]);
   return finite_alpha_bound(layer, tokens, height, width, conv_terms, targets, options.alpha,
                             precision_lambda_min(options, kernel[0] * kernel[1]));
@@ -34,7 +34,7 @@ Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, cons
                                 const ConvGeometry& g, const Theorem1Options& options, const MhsaEngine<T>& engine) {
   const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
   Theorem1Check<T> out;
-  out.expected = conv2d_reference(x, w_conv, bias, g);
+  out.expected = conv2d_blocked(x, w_conv, bias, g);
   out.layer = theorem1_layer(w_conv, bias, options);
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   out.actual = align_to_convolution(mhsa_image(out.layer, xpad, engine), kernel, g,

@@ -1,5 +1,5 @@
 #pragma once
-// Reads case files (DESIGN.md, "Case file"), checks every case against its
+// Reads case files (docs/design.md, "Case files"), checks every case against its
 // proof's parameters, fills in defaults and expands sweeps. Any problem throws
 // InputError naming the file, the case and the key, before anything runs.
 #include <string>

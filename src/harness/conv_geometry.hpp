@@ -3,7 +3,7 @@
 #include <array>
 #include <string>
 
-#include "ops/conv2d_reference.hpp"
+#include "ops/geometry.hpp"
 
 namespace attnconv {
 

@@ -17,7 +17,7 @@
 #include <stdexcept>
 
 #include "harness/resources.hpp"
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 
 namespace attnconv {
 
@@ -67,7 +67,7 @@ struct Child {
   if (getppid() != parent) _exit(3);
   int code = 0;
   try {
-    // The cores go to the jobs (harness/threads.hpp): BLAS stays at one thread.
+    // The cores go to the jobs (parallel/threads.hpp): BLAS stays at one thread.
     if (options.jobs > 1) set_engine_threads(std::max(1, engine_threads() / options.jobs));
     const std::string text = run_case(c, options).dump(-1, ' ', false, json::error_handler_t::replace);
     for (std::size_t done = 0; done < text.size();) {

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <ctime>
 
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 #include "harness/verdict.hpp"
 #include "harness/version.hpp"
 

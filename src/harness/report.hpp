@@ -1,6 +1,6 @@
 #pragma once
-// The report contract of DESIGN.md: schema_version, tool, environment,
-// summary, cases.
+// The report contract of docs/design.md, "Reports": schema_version, tool,
+// environment, summary, cases.
 #include <nlohmann/json.hpp>
 #include <string>
 

@@ -1,6 +1,6 @@
 #include "harness/runner.hpp"
 
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -13,7 +13,7 @@
 #include "harness/npy.hpp"
 #include "harness/report.hpp"
 #include "harness/sweep_fit.hpp"
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 #include "harness/verdict.hpp"
 
 namespace attnconv {

@@ -36,7 +36,7 @@ json run_case(const Case& c, const RunOptions& options);
 // write_more_outputs cannot be written, throws OutputError and keeps the journal.
 json run_cases(const std::vector<Case>& cases, const RunOptions& options);
 
-// 0 when every case passed, 1 otherwise (DESIGN.md exit codes); an
+// 0 when every case passed, 1 otherwise (docs/design.md, "Command line"); an
 // interrupted run: 128 + the signal (130 for SIGINT, 143 for SIGTERM).
 int exit_code(const json& report);
 

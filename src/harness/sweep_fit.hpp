@@ -2,7 +2,7 @@
 // The decay of the error along a sweep: for each sweep group over alpha,
 // the least-squares line of ln(max_abs) against
 // that key. Theorem 1's finite-alpha error decays like e^{-alpha}, so the
-// slope over alpha should be close to -1 (DESIGN.md, "Finite alpha").
+// slope over alpha should be close to -1 (docs/design.md, "Finite alpha").
 #include <nlohmann/json.hpp>
 #include <string>
 

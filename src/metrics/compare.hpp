@@ -18,11 +18,11 @@ template <class E1, class E2> Difference compare(const E1& actual, const E2& exp
   double diff2 = 0, norm2 = 0;
   auto a = actual.cbegin();
   for (auto e = expected.cbegin(); e != expected.cend(); ++e, ++a) {
-    const double delta = double(*a) - double(*e);
+    const double difference = double(*a) - double(*e);
     // A NaN anywhere makes max_abs NaN, and it stays NaN (a later finite
     // difference must not overwrite it: NaN never compares <=).
-    if (!std::isnan(d.max_abs) && !(std::abs(delta) <= d.max_abs)) d.max_abs = std::abs(delta);
-    diff2 += delta * delta;
+    if (!std::isnan(d.max_abs) && !(std::abs(difference) <= d.max_abs)) d.max_abs = std::abs(difference);
+    diff2 += difference * difference;
     norm2 += double(*e) * double(*e);
   }
   d.rel_l2 = norm2 > 0 ? std::sqrt(diff2 / norm2) : std::sqrt(diff2);

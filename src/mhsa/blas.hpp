@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attnconv {

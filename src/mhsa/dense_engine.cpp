@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 #include "mhsa/blas.hpp"
 #include "tensor/vectorise.hpp"
 

@@ -2,7 +2,7 @@
 // The dense engine: the general Eq. 8 layer, streamed over blocks of queries
 // (scores, softmax and the weighted sum of values per block), so memory is
 // O(threads * block * HW + HW * D), never O((HW)^2 * heads). Heavy products go
-// through OpenBLAS; blocks are spread over engine_threads() (harness/threads.hpp).
+// through OpenBLAS; blocks are spread over engine_threads() (parallel/threads.hpp).
 // Exact shortcuts only: softmax weights that underflow to exactly 0 are not
 // computed by exp, and the keys whose weight is 0 for every query of a block
 // are left out of that block's product P V (they would add exact zeros).

@@ -6,7 +6,7 @@
 //   auto_      separable where it is exact, dense otherwise
 #include <string>
 
-#include "harness/threads.hpp"  // set_blas_threads, set_engine_threads
+#include "parallel/threads.hpp"  // set_blas_threads, set_engine_threads
 #include "mhsa/mhsa_layer.hpp"
 
 namespace attnconv {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 #include "mhsa/blas.hpp"
 #include "mhsa/dense_engine.hpp"
 #include "tensor/vectorise.hpp"

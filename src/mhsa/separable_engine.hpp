@@ -1,5 +1,5 @@
 #pragma once
-// The separable engine (DESIGN.md, "Exact separable form"): when a head has no
+// The separable engine (docs/design.md, "Exact separable form"): when a head has no
 // content terms (W_qry = 0, and u = 0 or W_key = 0) its score is the positional
 // term alone, A_qk = v . (W^_key r_delta) = a . r_delta with a = W^_key^T v.
 // When that splits as f(delta1) + g(delta2) (the quadratic and quadratic_1d

@@ -12,6 +12,8 @@ template <class T> using Vector = xt::xtensor<T, 1>;
 template <class T> using Matrix = xt::xtensor<T, 2>;
 template <class T> using Image = xt::xtensor<T, 3>;   // (C, H, W)
 template <class T> using Kernel = xt::xtensor<T, 4>;  // (C_out, C_in, K1, K2)
+template <class T> using Sequence = xt::xtensor<T, 2>;  // (C, L)
+template <class T> using Kernel1d = xt::xtensor<T, 3>;  // (C_out, C_in, K)
 
 // (C, H, W) image -> (H*W, C) token matrix, and back.
 template <class T> Matrix<T> image_to_tokens(const Image<T>& x);

@@ -1,17 +1,12 @@
-#include "ops/conv2d_reference.hpp"
+#include "ops/conv2d_blocked.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 #include "tensor/vectorise.hpp"
 
 namespace attnconv {
-
-int conv_output_size(int input, int pad_before, int pad_after, int kernel, int stride, int dilation) {
-  const int span = input + pad_before + pad_after - dilation * (kernel - 1) - 1;
-  return span < 0 ? 0 : span / stride + 1;
-}
 
 namespace {
 
@@ -28,16 +23,16 @@ ATTNCONV_AVX2_CLONES void add_scaled_row(T w, const T* x, int stride, int n, T* 
 }  // namespace
 
 template <class T>
-Image<T> conv2d_reference(const Image<T>& x, const Kernel<T>& weight, const std::optional<Vector<T>>& bias,
-                          const ConvGeometry& g) {
-  if (weight.shape(1) != x.shape(0)) throw std::invalid_argument("conv2d_reference: channel mismatch");
+Image<T> conv2d_blocked(const Image<T>& x, const Kernel<T>& weight, const std::optional<Vector<T>>& bias,
+                        const ConvGeometry& g) {
+  if (weight.shape(1) != x.shape(0)) throw std::invalid_argument("conv2d_blocked: channel mismatch");
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   const int c_out = int(weight.shape(0)), c_in = int(weight.shape(1));
   const int k1 = int(weight.shape(2)), k2 = int(weight.shape(3));
   const int s1 = g.stride[0], s2 = g.stride[1], d1 = g.dilation[0], d2 = g.dilation[1];
   const int h_out = conv_output_size(int(x.shape(1)), g.padding.top, g.padding.bottom, k1, s1, d1);
   const int w_out = conv_output_size(int(x.shape(2)), g.padding.left, g.padding.right, k2, s2, d2);
-  if (h_out <= 0 || w_out <= 0) throw std::invalid_argument("conv2d_reference: kernel larger than padded input");
+  if (h_out <= 0 || w_out <= 0) throw std::invalid_argument("conv2d_blocked: kernel larger than padded input");
 
   // Loops ordered for the cache: blocks of output rows, spread over threads;
   // within a block the innermost loop runs along an output row, so the block of
@@ -63,9 +58,9 @@ Image<T> conv2d_reference(const Image<T>& x, const Kernel<T>& weight, const std:
   return y;
 }
 
-template Image<float> conv2d_reference(const Image<float>&, const Kernel<float>&, const std::optional<Vector<float>>&,
+template Image<float> conv2d_blocked(const Image<float>&, const Kernel<float>&, const std::optional<Vector<float>>&,
                                        const ConvGeometry&);
-template Image<double> conv2d_reference(const Image<double>&, const Kernel<double>&,
+template Image<double> conv2d_blocked(const Image<double>&, const Kernel<double>&,
                                         const std::optional<Vector<double>>&, const ConvGeometry&);
 
 }  // namespace attnconv

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "harness/proof.hpp"
-#include "ops/conv2d_reference.hpp"
+#include "ops/conv2d_blocked.hpp"
 
 namespace attnconv {
 

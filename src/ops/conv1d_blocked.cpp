@@ -1,4 +1,4 @@
-#include "ops/conv1d_reference.hpp"
+#include "ops/conv1d_blocked.hpp"
 
 #include <stdexcept>
 
@@ -33,20 +33,20 @@ template <class T> Sequence<T> as_sequence(const Image<T>& x) {
 }
 
 template <class T>
-Sequence<T> conv1d_reference(const Sequence<T>& x, const Kernel1d<T>& weight, const std::optional<Vector<T>>& bias,
-                             const Conv1dGeometry& geometry) {
-  return as_sequence(conv2d_reference(as_image(x), as_kernel(weight), bias, as_2d(geometry)));
+Sequence<T> conv1d_blocked(const Sequence<T>& x, const Kernel1d<T>& weight, const std::optional<Vector<T>>& bias,
+                           const Conv1dGeometry& geometry) {
+  return as_sequence(conv2d_blocked(as_image(x), as_kernel(weight), bias, as_2d(geometry)));
 }
 
 template Image<float> as_image(const Sequence<float>&);
 template Kernel<float> as_kernel(const Kernel1d<float>&);
 template Sequence<float> as_sequence(const Image<float>&);
-template Sequence<float> conv1d_reference(const Sequence<float>&, const Kernel1d<float>&, const std::optional<Vector<float>>&,
+template Sequence<float> conv1d_blocked(const Sequence<float>&, const Kernel1d<float>&, const std::optional<Vector<float>>&,
                                         const Conv1dGeometry&);
 template Image<double> as_image(const Sequence<double>&);
 template Kernel<double> as_kernel(const Kernel1d<double>&);
 template Sequence<double> as_sequence(const Image<double>&);
-template Sequence<double> conv1d_reference(const Sequence<double>&, const Kernel1d<double>&, const std::optional<Vector<double>>&,
+template Sequence<double> conv1d_blocked(const Sequence<double>&, const Kernel1d<double>&, const std::optional<Vector<double>>&,
                                         const Conv1dGeometry&);
 
 }  // namespace attnconv

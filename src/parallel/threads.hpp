@@ -3,7 +3,7 @@
 // the cores.
 //
 //   - OpenBLAS runs single-threaded (set once when the program starts).
-//   - The engines (and the convolution reference) split their own work over
+//   - The engines (and the blocked convolution) split their own work over
 //     engine_threads() threads, each thread calling the single-threaded BLAS
 //     on its own rows. The split is over fixed chunks of rows, whose results
 //     do not depend on which thread computes them: the numbers are

@@ -1,4 +1,4 @@
-#include "acmix/conv_case.hpp"
+#include "acmix_conv_case.hpp"
 
 #include "harness/conv_geometry.hpp"
 #include "harness/errors.hpp"

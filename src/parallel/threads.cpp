@@ -1,4 +1,4 @@
-#include "harness/threads.hpp"
+#include "parallel/threads.hpp"
 
 #include <algorithm>
 #include <atomic>

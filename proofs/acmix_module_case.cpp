@@ -1,4 +1,4 @@
-#include "acmix/module_case.hpp"
+#include "acmix_module_case.hpp"
 
 #include <map>
 
@@ -78,8 +78,8 @@ template <class T> AcmixCase<T> acmix_case_tensors(const Case& c) {
     out.input = random.stream(purpose_id("input")).uniform_tensor<T, 3>(x_shape);
   }
   std::map<std::string, xt::xarray<T>> tensors;
-  for (auto& named : acmix_state_dict(random_acmix_weights<T>(out.config, init, random)))
-    tensors[named.name] = std::get<xt::xarray<T>>(named.data);
+  for (auto& [key, tensor] : acmix_state_dict(random_acmix_weights<T>(out.config, init, random)))
+    tensors[key] = std::move(tensor);
   for (const auto& entry : acmix_state_dict_entries(out.config, init.dep_conv_bias))
     if (has_case_tensor(c, entry.key)) {
       tensors[entry.key] = load_case_tensor<T>(c, entry.key, entry.shape);

@@ -1,0 +1,151 @@
+#pragma once
+// Sample generators shared by the tests that compare a fast path with its
+// textbook reference (src/reference/): random MHSA layers and token matrices,
+// and, drawn with RapidCheck inside a property (so that a failure shrinks),
+// random convolutions and layers of every shape the fast paths accept.
+#include <rapidcheck.h>
+
+#include <algorithm>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <xtensor/xview.hpp>
+
+#include "mhsa/mhsa_layer.hpp"
+#include "ops/geometry.hpp"
+#include "tensor/random.hpp"
+
+namespace attnconv::samples {
+
+struct LayerShape {
+  Encoding encoding = Encoding::quadratic;
+  std::size_t heads = 4, d_in = 5, d_k = 4, d_h = 3, d_out = 6;
+  bool cycle_d_k = false;     // D_k of head h is 1 + h % 3 instead of d_k (heads may differ in D_k)
+  double position_scale = 1;  // scales W^_key
+  double score_scale = 3;     // scales v: larger = sharper attention (40: many weights exactly 0)
+  bool content = false;       // random W_qry, u (else 0: positional only)
+  bool cross_term = false;    // keep quadratic_general's delta1*delta2 column of W^_key (else 0: the score splits)
+};
+
+// Every parameter uniform in [-1, 1) (then scaled as the shape says), drawn
+// from `random` in the order W_qry, W_key, W^_key, u, v, W_val per head, then W_out, b_out.
+template <class T> MhsaLayer<T> random_layer(Random& random, const LayerShape& s) {
+  const std::size_t d_p = std::size_t(encoding_dim(s.encoding));
+  MhsaLayer<T> layer;
+  layer.encoding = s.encoding;
+  for (std::size_t h = 0; h < s.heads; ++h) {
+    const std::size_t d_k = s.cycle_d_k ? 1 + h % 3 : s.d_k;
+    AttentionHead<T> head;
+    head.w_qry = random.uniform_tensor<T, 2>({s.d_in, d_k});
+    head.w_key = random.uniform_tensor<T, 2>({s.d_in, d_k});
+    head.w_key_hat = random.uniform_tensor<T, 2>({d_k, d_p}) * T(s.position_scale);
+    head.u = random.uniform_tensor<T, 1>({d_k});
+    head.v = random.uniform_tensor<T, 1>({d_k}) * T(s.score_scale);
+    head.w_val = random.uniform_tensor<T, 2>({s.d_in, s.d_h});
+    if (!s.content) {
+      head.w_qry.fill(T(0));
+      head.u.fill(T(0));
+    }
+    if (s.encoding == Encoding::quadratic_general && !s.cross_term) xt::view(head.w_key_hat, xt::all(), 2) = T(0);
+    layer.heads.push_back(std::move(head));
+  }
+  layer.w_out = random.uniform_tensor<T, 2>({s.heads * s.d_h, s.d_out});
+  layer.b_out = random.uniform_tensor<T, 1>({s.d_out});
+  return layer;
+}
+
+template <class T> MhsaLayer<T> random_layer(std::uint64_t seed, const LayerShape& s) {
+  Random random(seed);
+  return random_layer<T>(random, s);
+}
+
+// The same layer in another dtype (every parameter rounded once).
+template <class T, class S> MhsaLayer<T> cast_layer(const MhsaLayer<S>& layer) {
+  MhsaLayer<T> out;
+  out.encoding = layer.encoding;
+  for (const auto& head : layer.heads)
+    out.heads.push_back({xt::cast<T>(head.w_qry), xt::cast<T>(head.w_key), xt::cast<T>(head.w_key_hat),
+                         xt::cast<T>(head.u), xt::cast<T>(head.v), xt::cast<T>(head.w_val)});
+  out.w_out = xt::cast<T>(layer.w_out);
+  out.b_out = xt::cast<T>(layer.b_out);
+  return out;
+}
+
+// n tokens of D_in channels, from the "input" stream of `seed`.
+template <class T> Matrix<T> random_tokens(std::uint64_t seed, std::size_t n, std::size_t d_in) {
+  return Random(seed).stream(purpose_id("input")).uniform_tensor<T, 2>({n, d_in});
+}
+
+// A 2D convolution: kernel 1..4 per axis, stride and dilation 1..3, padding
+// 0..2 per side in every mode (reflect < side, circular <= side, as PyTorch
+// requires), 1..4 channels in and out, with or without bias, an image at
+// least the receptive field, values from a drawn seed.
+template <class T> struct ConvSample {
+  Image<T> x;
+  Kernel<T> weight;
+  std::optional<Vector<T>> bias;
+  ConvGeometry geometry;
+  std::string description;
+};
+
+template <class T> ConvSample<T> conv_sample() {
+  const int k1 = *rc::gen::inRange(1, 5), k2 = *rc::gen::inRange(1, 5);
+  const int d1 = *rc::gen::inRange(1, 4), d2 = *rc::gen::inRange(1, 4);
+  const int h = d1 * (k1 - 1) + 1 + *rc::gen::inRange(0, 5), w = d2 * (k2 - 1) + 1 + *rc::gen::inRange(0, 5);
+  const int c_in = *rc::gen::inRange(1, 5), c_out = *rc::gen::inRange(1, 5);
+  ConvGeometry g;
+  g.stride = {*rc::gen::inRange(1, 4), *rc::gen::inRange(1, 4)};
+  g.dilation = {d1, d2};
+  g.padding_mode = *rc::gen::element(PaddingMode::zeros, PaddingMode::reflect, PaddingMode::replicate,
+                                     PaddingMode::circular);
+  const auto side = [&](int extent) {
+    const int limit = g.padding_mode == PaddingMode::reflect ? extent - 1 : extent;
+    return *rc::gen::inRange(0, std::min(2, limit) + 1);
+  };
+  g.padding = {side(h), side(h), side(w), side(w)};
+  const bool bias = *rc::gen::arbitrary<bool>();
+  const auto seed = std::uint64_t(*rc::gen::inRange(0, 1000));
+  std::ostringstream d;
+  d << "image " << c_in << "x" << h << "x" << w << ", kernel " << c_out << "x" << c_in << "x" << k1 << "x" << k2
+    << ", padding (" << g.padding.top << ", " << g.padding.bottom << ", " << g.padding.left << ", " << g.padding.right
+    << ") " << to_string(g.padding_mode) << ", stride (" << g.stride[0] << ", " << g.stride[1] << "), dilation ("
+    << d1 << ", " << d2 << "), bias " << bias << ", seed " << seed;
+  Random random(seed);
+  ConvSample<T> s{random.uniform_tensor<T, 3>({std::size_t(c_in), std::size_t(h), std::size_t(w)}),
+                  random.uniform_tensor<T, 4>({std::size_t(c_out), std::size_t(c_in), std::size_t(k1), std::size_t(k2)}),
+                  std::nullopt, g, d.str()};
+  if (bias) s.bias = random.uniform_tensor<T, 1>({std::size_t(c_out)});
+  return s;
+}
+
+// An MHSA layer and its input: an H x W image (1..6 per side), 1..4 heads,
+// every dimension 1..4, each encoding, attention from flat to sharp (v scaled
+// by 0.3, 3 or 40). `positional_only`: W_qry = 0, u = 0 and no delta1*delta2
+// term (the layers the separable engine is exact for); else every term random.
+struct LayerSample {
+  MhsaLayer<double> layer;
+  Matrix<double> x;
+  std::size_t height, width;
+  std::string description;
+};
+
+inline LayerSample layer_sample(bool positional_only) {
+  LayerShape shape;
+  shape.encoding = *rc::gen::element(Encoding::quadratic, Encoding::quadratic_general, Encoding::quadratic_1d);
+  shape.heads = std::size_t(*rc::gen::inRange(1, 5));
+  shape.d_in = std::size_t(*rc::gen::inRange(1, 5)), shape.d_k = std::size_t(*rc::gen::inRange(1, 5));
+  shape.d_h = std::size_t(*rc::gen::inRange(1, 5)), shape.d_out = std::size_t(*rc::gen::inRange(1, 5));
+  shape.score_scale = *rc::gen::element(0.3, 3.0, 40.0);
+  shape.content = shape.cross_term = !positional_only;
+  const auto height = std::size_t(*rc::gen::inRange(1, 7)), width = std::size_t(*rc::gen::inRange(1, 7));
+  const auto seed = std::uint64_t(*rc::gen::inRange(0, 1000));
+  std::ostringstream d;
+  d << "image " << height << "x" << width << ", " << to_string(shape.encoding) << ", heads " << shape.heads
+    << ", D_in " << shape.d_in << ", D_k " << shape.d_k << ", D_h " << shape.d_h << ", D_out " << shape.d_out
+    << ", v scale " << shape.score_scale << (positional_only ? ", positional only" : ", content terms")
+    << ", seed " << seed;
+  return {random_layer<double>(seed, shape), random_tokens<double>(seed, height * width, shape.d_in), height, width,
+          d.str()};
+}
+
+}  // namespace attnconv::samples
