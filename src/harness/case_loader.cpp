@@ -179,7 +179,8 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   const std::vector<std::string> error_metrics = error_metric_names(*proof);
   for (const auto& [key, value] : c.tolerance.items()) {
     if (std::find(error_metrics.begin(), error_metrics.end(), key) == error_metrics.end()) {
-      const bool reported = std::any_of(proof->metrics.begin(), proof->metrics.end(), [&](const MetricSpec& m) { return m.name == key; });
+      const std::string& name = key;  // clang 14 cannot capture a structured binding
+      const bool reported = std::any_of(proof->metrics.begin(), proof->metrics.end(), [&](const MetricSpec& m) { return m.name == name; });
       fail("tolerance." + key, (reported ? "'" + key + "' is not an error metric of " + c.proof
                                          : "proof " + c.proof + " reports no metric '" + key + "'" + suggestion(key, error_metrics)) +
                                    "; a tolerance may name only its error metrics: " + join(error_metrics));
