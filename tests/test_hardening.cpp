@@ -238,6 +238,19 @@ TEST_CASE("no command overwrites its own input or output (canonical paths), refu
   check_refused_cli(run + "--dump-tensors " + quoted(dir.path / "d") + " --junit " + quoted(dir.path / "d"),
                     {"--junit", "is --dump-tensors", "a folder this command makes"}, kept);
   check_refused_cli("plot " + quoted(report) + " --out " + quoted(cases), {"--out", "small.json is not a folder"}, kept);
+  // --out a symbolic link to a missing folder, or to itself
+  fs::create_symlink(dir.path / "missing" / "folder", dir.path / "dangling");
+  fs::create_symlink(dir.path / "loop", dir.path / "loop");
+  for (const char* link : {"dangling", "loop"})
+    check_refused_cli("run " + quoted(cases) + " --out " + quoted(dir.path / link),
+                      {"the report", std::string(link) + " is a symbolic link to a missing folder (or a loop of links)"}, kept);
+  check_refused_cli("run " + quoted(cases) + " --out " + quoted(out) + " --junit " + quoted(dir.path / "dangling" / "j.xml"),
+                    {"--junit", "dangling is a symbolic link to a missing folder"}, kept);
+  // --out inside a case folder: the next run of the folder would read the report as a case file
+  write_text(dir.path / "folder" / "small.json", read_text(cases));
+  check_refused_cli("run " + quoted(dir.path / "folder") + " --out " + quoted(dir.path / "folder" / "." / "sub"),
+                    {"the report", "is inside case folder", "choose another --out"}, kept);
+  CHECK_FALSE(fs::exists(dir.path / "folder" / "sub"));
   // the out folder's report is a case's dump folder
   json named_report = small_case;
   named_report["name"] = "report.json";
@@ -332,4 +345,17 @@ TEST_CASE("outputs are checked before running; a write that fails after the run 
   CHECK(contains(read_text(junit), "<testcase"));
   CHECK(json::parse(read_text(out / "report.json"))["run"]["resumed_cases"] == 1);
   CHECK_FALSE(fs::exists(out / "report.journal.jsonl"));
+}
+
+TEST_CASE("list, proofs and schema into a full disk or a closed pipe exit 3, not 0", "[hardening]") {
+  const ScratchDir dir("stdout");
+  write_text(dir.path / "small.json", json{{"cases", {small_case}}}.dump());
+  for (const std::string& command : std::vector<std::string>{"proofs", "schema cases", "list " + quoted(dir.path / "small.json")}) {
+    const fs::path errors = dir.path / "stderr.txt";
+    const int status = std::system(("'" ATTNCONV_BINARY "' " + command + " > /dev/full 2> " + quoted(errors)).c_str());
+    INFO(command << ": " << read_text(errors));
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 3));
+    CHECK(contains(read_text(errors), "cannot write standard output"));
+    CHECK(run_cli(command + " > /dev/null").code == 0);
+  }
 }

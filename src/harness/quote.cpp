@@ -1,10 +1,15 @@
 #include "harness/quote.hpp"
 
+#include <algorithm>
+
 namespace attnconv {
 
 namespace {
 
 using json = nlohmann::json;
+
+// A control character (NUL, ESC, ...) would cut or rewrite the message on a terminal.
+bool is_control(char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }
 
 // Appends `value` to `out` until `out` is longer than `limit`.
 void append(const json& value, std::string& out, std::size_t limit) {
@@ -27,6 +32,15 @@ void append(const json& value, std::string& out, std::size_t limit) {
 }  // namespace
 
 std::string clip(std::string text, std::size_t limit) {
+  if (std::any_of(text.begin(), text.end(), is_control)) {
+    std::string shown;
+    for (const char ch : text) {
+      if (shown.size() > limit) break;
+      const std::string escaped = json(std::string(1, ch)).dump();  // "\u0000" with its quotes
+      shown += is_control(ch) ? escaped.substr(1, escaped.size() - 2) : std::string(1, ch);
+    }
+    text = std::move(shown);
+  }
   if (text.size() <= limit) return text;
   std::size_t end = limit;
   while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // UTF-8 continuation byte

@@ -43,7 +43,7 @@ double parse_size(const std::string& text) {
     scale = std::pow(1024.0, double(units.find(unit[0]) + 1));
   else if (!unit.empty())
     throw bad();
-  if (!std::isfinite(value) || value <= 0) throw bad();
+  if (!std::isfinite(value * scale) || value <= 0) throw bad();
   return value * scale;
 }
 
