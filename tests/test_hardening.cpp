@@ -2,6 +2,7 @@
 // program: each refusal exits 2 with a message naming what is wrong and
 // leaves an earlier report byte-identical.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -358,4 +359,22 @@ TEST_CASE("list, proofs and schema into a full disk or a closed pipe exit 3, not
     CHECK(contains(read_text(errors), "cannot write standard output"));
     CHECK(run_cli(command + " > /dev/null").code == 0);
   }
+}
+
+TEST_CASE("--resume refuses a journal that is a FIFO, a device or 2 GB, without reading it", "[hardening]") {
+  const ScratchDir dir("journal_kinds");
+  const fs::path cases = dir.path / "small.json", out = dir.path / "out", journal = out / "report.journal.jsonl";
+  write_text(cases, json{{"cases", {small_case}}}.dump());
+  const std::string resume = "run " + quoted(cases) + " --quiet --resume --out " + quoted(out);
+  fs::create_directories(out);
+  ::mkfifo(journal.c_str(), 0600);  // no writer: reading it would never end
+  check_refused_cli(resume, {"report.journal.jsonl: not a regular file", "run without --resume"}, {out / "report.json"});
+  fs::remove(journal);
+  fs::create_symlink("/dev/zero", journal);
+  check_refused_cli(resume, {"report.journal.jsonl: not a regular file"}, {out / "report.json"});
+  fs::remove(journal);
+  write_text(journal, "");
+  fs::resize_file(journal, std::uintmax_t(2) << 30);  // sparse
+  check_refused_cli(resume, {"report.journal.jsonl: larger than 1 GiB"}, {out / "report.json"});
+  CHECK(fs::file_size(journal) == std::uintmax_t(2) << 30);
 }
