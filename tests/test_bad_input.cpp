@@ -74,6 +74,8 @@ std::vector<BadInput> bad_inputs() {
        [](const fs::path& dir) { fs::resize_file(dir / "bad.json", std::uintmax_t(2) << 30); }},
       {"case file is a FIFO (no writer)", "", {"bad.json", "not a regular file"}, "",
        [](const fs::path& dir) { fs::remove(dir / "bad.json"), ::mkfifo((dir / "bad.json").c_str(), 0600); }},
+      {"case file is a loop of symbolic links", "", {"bad.json", "cannot read", "Too many levels of symbolic links"}, "",
+       [](const fs::path& dir) { fs::remove(dir / "bad.json"), fs::create_symlink("bad.json", dir / "bad.json"); }},
       {"case file is a folder without case files", "", {"bad.json", "a folder without case files"}, "",
        [](const fs::path& dir) { fs::remove(dir / "bad.json"), fs::create_directories(dir / "bad.json" / "sub"); }},
       {"unknown proof", case_file({{"proof", "cordonier2020.theorem1"}}),

@@ -306,15 +306,23 @@ std::vector<Case> load_case_text(const std::string& text, const std::string& pat
 std::vector<Case> load_cases(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const auto& path : paths) {
-    if (fs::is_directory(path)) {
+    std::error_code error;
+    const fs::file_status status = fs::status(path, error);
+    if (error && error != std::errc::no_such_file_or_directory)  // a loop of symbolic links, a forbidden folder
+      throw InputError(path + ": cannot read: " + error.message());
+    if (fs::is_directory(status)) {
       std::vector<std::string> found;
-      for (const auto& entry : fs::recursive_directory_iterator(path))
-        if (entry.is_regular_file() && entry.path().extension() == ".json" && entry.path().filename() != "schema.json")
-          found.push_back(entry.path().string());
+      try {
+        for (const auto& entry : fs::recursive_directory_iterator(path))
+          if (entry.is_regular_file() && entry.path().extension() == ".json" && entry.path().filename() != "schema.json")
+            found.push_back(entry.path().string());
+      } catch (const fs::filesystem_error& e) {
+        throw InputError(path + ": cannot read the folder: " + e.path1().string() + ": " + e.code().message());
+      }
       if (found.empty()) throw InputError(path + ": a folder without case files (*.json other than schema.json)");
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::exists(path)) {
+    } else if (fs::exists(status)) {
       files.push_back(path);
     } else {
       throw InputError(path + ": no such file or folder");
