@@ -85,4 +85,17 @@ check(not os.path.exists(lock), "SIGHUP left the lock behind")
 check(not [n for n in os.listdir(out) if ".tmp." in n], f"SIGHUP left temporary files: {os.listdir(out)}")
 check(os.path.exists(os.path.join(out, "report.journal.jsonl")), "SIGHUP removed the journal (needed by --resume)")
 
+# SIGTERM then SIGINT at once: the first signal names the interruption (exit 143), the second changes nothing.
+out = os.path.join(work, "two_signals")
+first = subprocess.Popen([binary, "run", slow, "--out", out, "--quiet"], stderr=subprocess.DEVNULL)
+deadline = time.monotonic() + 20
+while not os.path.exists(os.path.join(out, "report.journal.jsonl")) and time.monotonic() < deadline:
+    time.sleep(0.001)
+first.send_signal(signal.SIGTERM)
+first.send_signal(signal.SIGINT)
+first.wait(timeout=60)
+check(first.returncode == 143, f"run after SIGTERM then SIGINT: exit {first.returncode}, expected 143")
+interrupted = load(os.path.join(out, "report.json")) if os.path.exists(os.path.join(out, "report.json")) else {}
+check(interrupted.get("interrupted_by", "").startswith("SIGTERM"), f"interrupted_by: {interrupted.get('interrupted_by')!r}")
+
 finish()
