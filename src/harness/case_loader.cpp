@@ -26,6 +26,9 @@ namespace {
 const std::vector<std::string> case_keys{"name", "proof", "params", "sweep", "tolerance", "expect", "weights",
                                          "description"};
 
+// A case name is a label and a folder name, not a document (the schema's maxLength).
+constexpr std::size_t max_name_characters = 1024;
+
 std::string suggestion(const std::string& word, const std::vector<std::string>& known) {
   const std::string best = closest(word, known);
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
@@ -142,6 +145,10 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   if (c.base_name.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
     fail("name", "must not contain '/', '\\' or a NUL character (it names a dump folder)");
   if (c.base_name == "." || c.base_name == "..") fail("name", "must not be '.' or '..' (it names a dump folder)");
+  if (const auto characters = std::count_if(c.base_name.begin(), c.base_name.end(),
+                                            [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; });
+      std::size_t(characters) > max_name_characters)
+    fail("name", "at most " + std::to_string(max_name_characters) + " characters, got " + std::to_string(characters));
   if (object.contains("description") && !object["description"].is_string())
     fail("description", "must be a string, got " + quote(object["description"]));
 

@@ -109,7 +109,7 @@ json case_file_schema() {
       {"required", {"name", "proof"}},
       {"additionalProperties", false},
       {"properties",
-       {{"name", {{"type", "string"}, {"minLength", 1}, {"pattern", "^(?!\\.\\.?$)[^/\\\\\\x00]+$"},
+       {{"name", {{"type", "string"}, {"minLength", 1}, {"maxLength", 1024}, {"pattern", "^(?!\\.\\.?$)[^/\\\\\\x00]+$"},
                   {"description", "unique; names the dump folder, so no '/', '\\\\' or NUL, and not '.' or '..'"}}},
         {"description", {{"type", "string"}}},
         {"proof", {{"enum", proof_ids()}}},
