@@ -65,6 +65,7 @@ TEST_CASE("quote: at most ~200 characters of any value, however deep", "[hardeni
   CHECK(attnconv::quote(json::parse(R"({"a":[1,2.5,"x"],"b":null})")) == R"({"a":[1,2.5,"x"],"b":null})");
   CHECK(attnconv::quote(json(std::string(1000, 'y'))).size() == attnconv::quote_limit + 3);
   CHECK(attnconv::clip("\xC3\xA9\xC3\xA9", 3) == "\xC3\xA9...");  // not cut inside a UTF-8 character
+  CHECK(attnconv::clip(std::string("a\0b\n\x1b[2J\x7f", 9)) == "a\\u0000b\\u000a\\u001b[2J\\u007f");  // no control character reaches a terminal
 }
 
 TEST_CASE("a value nested 100000 levels deep is refused, in every part of a case", "[hardening]") {

@@ -1,6 +1,7 @@
 #include "harness/quote.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace attnconv {
 
@@ -36,8 +37,9 @@ std::string clip(std::string text, std::size_t limit) {
     std::string shown;
     for (const char ch : text) {
       if (shown.size() > limit) break;
-      const std::string escaped = json(std::string(1, ch)).dump();  // "\u0000" with its quotes
-      shown += is_control(ch) ? escaped.substr(1, escaped.size() - 2) : std::string(1, ch);
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(static_cast<unsigned char>(ch)));
+      shown += is_control(ch) ? std::string(escaped) : std::string(1, ch);
     }
     text = std::move(shown);
   }

@@ -15,7 +15,7 @@ constexpr std::size_t quote_limit = 200;
 std::string quote(const nlohmann::json& value, std::size_t limit = quote_limit);
 
 // `text` cut after `limit` characters (at a UTF-8 character boundary) with
-// "...", control characters written as JSON escapes (\u0000, \n, \u001b).
+// "...", control characters written as \u0000 ... \u001f, \u007f.
 std::string clip(std::string text, std::size_t limit = quote_limit);
 
 }  // namespace attnconv
