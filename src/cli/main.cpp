@@ -59,9 +59,8 @@ int run_command(int argc, char** argv) {
   run->add_option("--timeout", options.timeout_seconds, "stop a case after SECONDS; it is reported as an error")
       ->check(CLI::Validator(
           [](std::string& value) {
-            char* end = nullptr;
-            const double seconds = std::strtod(value.c_str(), &end);
-            return end != value.c_str() && *end == '\0' && seconds > 0 && seconds < 1e9
+            const double seconds = std::strtod(value.c_str(), nullptr);
+            return !value.empty() && decimal_prefix(value) == value.size() && seconds > 0 && seconds < 1e9
                        ? std::string()
                        : "must be a number of seconds, 0 < SECONDS < 1e9, got " + value;
           },
