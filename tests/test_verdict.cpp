@@ -2,6 +2,7 @@
 // as predicted / error, the status it gives, and the plain-words message;
 // end to end, the inputs that once passed with a NaN output.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -178,4 +179,26 @@ TEST_CASE("a tolerance may name any error metric, weight_distance included", "[v
   const json entry = json::parse(read_text(dir.path / "out" / "report.json"))["cases"][0];
   CHECK(entry["verdict"] == "holds");
   CHECK(entry["metrics"]["weight_distance"].get<double>() <= 1e-12);
+}
+
+TEST_CASE("end to end: a tiny alpha is never 'holds': the round-off allowance stays round-off, the bound <= 2 x head scale",
+          "[verdict]") {
+  ScratchDir dir("verdict_tiny_alpha");
+  json c = small_theorem1_case();
+  c["sweep"] = {{"alpha", {5e-324, 1e-20, 0.5}}};  // 1 - P <= eps(alpha) ~ pi / alpha: capped at 1
+  write_text(dir.path / "cases.json", json{{"cases", {c}}}.dump());
+  const CliResult result = run_cli("run " + quoted(dir.path / "cases.json") + " --quiet --out " + quoted(dir.path / "out"));
+  INFO(result.output);
+  CHECK(result.code == 0);
+  const json report = json::parse(read_text(dir.path / "out" / "report.json"));
+  REQUIRE(report["cases"].size() == 3);
+  for (const json& entry : report["cases"]) {
+    INFO(entry.dump());
+    CHECK(entry["verdict"] == "bound holds");
+    CHECK(entry["metrics"]["rel_l2"].get<double>() > 0.1);
+    CHECK(entry["metrics"]["roundoff_allowance"].get<double>() < 1e-10);
+    CHECK(std::isfinite(entry["metrics"]["bound"].get<double>()));
+  }
+  // the same bound (2 x head scale + round-off) for every alpha whose eps exceeds 1
+  CHECK(report["cases"][0]["metrics"]["bound"] == report["cases"][1]["metrics"]["bound"]);
 }
