@@ -379,3 +379,13 @@ TEST_CASE("--resume refuses a journal that is a FIFO, a device or 2 GB, without 
   check_refused_cli(resume, {"report.journal.jsonl: larger than 1 GiB"}, {out / "report.json"});
   CHECK(fs::file_size(journal) == std::uintmax_t(2) << 30);
 }
+
+TEST_CASE("a case file given twice (itself and through its folder) is read once", "[hardening]") {
+  const ScratchDir dir("twice");
+  write_text(dir.path / "cases" / "small.json", json{{"cases", {small_case}}}.dump());
+  const CliResult listed = run_cli("list " + quoted(dir.path / "cases") + " " + quoted(dir.path / "cases" / "small.json") + " " +
+                                   quoted(dir.path / "cases" / ".." / "cases" / "small.json"));
+  INFO(listed.output);
+  CHECK(listed.code == 0);
+  CHECK(std::count(listed.output.begin(), listed.output.end(), '\n') == 1);
+}

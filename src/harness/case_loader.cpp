@@ -337,13 +337,17 @@ std::vector<Case> load_cases(const std::vector<std::string>& paths) {
   }
   std::vector<Case> cases;
   std::set<std::string> names;
+  std::set<fs::path> read;  // a file given twice (`run cases cases/a.json`) is read once
   std::size_t run_total = 0;
-  for (const auto& file : files)
+  for (const auto& file : files) {
+    std::error_code error;
+    if (!read.insert(fs::weakly_canonical(fs::absolute(file), error)).second) continue;
     for (auto& c : load_file(file, run_total)) {
       if (!names.insert(c.name).second)
         throw InputError(file + ": case '" + clip(c.name) + "': key 'name': duplicate case name (also in another file)");
       cases.push_back(std::move(c));
     }
+  }
   return cases;
 }
 
