@@ -2,6 +2,8 @@
 // through the attnconv program and must give exit code 2, a message naming
 // the file, the case and the key, leave an earlier report untouched and
 // start no journal. Set ATTNCONV_BAD_INPUT_LOG=FILE to get every message.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -61,6 +63,25 @@ std::vector<BadInput> bad_inputs() {
       {"name not a string", case_file({{"name", 5}}), {"bad.json", "key 'name'", "non-empty string"}},
       {"empty name", case_file({{"name", ""}}), {"bad.json", "key 'name'", "non-empty string"}},
       {"name with a slash", case_file({{"name", "a/b"}}), {"bad.json", "case 'a/b'", "key 'name'", "'/'"}},
+      {"name with a NUL and an escape sequence", case_file({{"name", std::string("x\0y\x1b[2J", 7)}}),
+       {"bad.json", "case 'x\\u0000y\\u001b[2J'", "key 'name'", "NUL character"}},
+      {"name '..'", case_file({{"name", ".."}}), {"bad.json", "case '..'", "key 'name'", "must not be '.' or '..'"}},
+      {"unknown proof of 10 MB", case_file({{"proof", std::string(10 << 20, 'x')}}),
+       {"bad.json", "case 'c1'", "key 'proof'", "unknown proof 'xxxx", "...'"}},
+      {"name of 10 MB", case_file({{"name", std::string(10 << 20, 'n')}}),
+       {"bad.json", "case 'nnnn", "...': key 'name'", "at most 1024 characters, got 10485760"}},
+      {"name of 1025 characters (2 bytes each)", case_file({{"name", [] { std::string n; for (int k = 0; k < 1025; ++k) n += "\xC3\xA9"; return n; }()}}),
+       {"bad.json", "key 'name'", "at most 1024 characters, got 1025"}},
+      {"description not a string", case_file({{"description", 5}}), {"bad.json", "case 'c1'", "key 'description'", "must be a string"}},
+      // --- the case file itself
+      {"case file of 2 GB (sparse)", "", {"bad.json", "larger than 64 MiB"}, "",
+       [](const fs::path& dir) { fs::resize_file(dir / "bad.json", std::uintmax_t(2) << 30); }},
+      {"case file is a FIFO (no writer)", "", {"bad.json", "not a regular file"}, "",
+       [](const fs::path& dir) { fs::remove(dir / "bad.json"), ::mkfifo((dir / "bad.json").c_str(), 0600); }},
+      {"case file is a loop of symbolic links", "", {"bad.json", "cannot read", "Too many levels of symbolic links"}, "",
+       [](const fs::path& dir) { fs::remove(dir / "bad.json"), fs::create_symlink("bad.json", dir / "bad.json"); }},
+      {"case file is a folder without case files", "", {"bad.json", "a folder without case files"}, "",
+       [](const fs::path& dir) { fs::remove(dir / "bad.json"), fs::create_directories(dir / "bad.json" / "sub"); }},
       {"unknown proof", case_file({{"proof", "cordonier2020.theorem1"}}),
        {"bad.json", "case 'c1'", "key 'proof'", "unknown proof", "did you mean 'cordonnier2020.theorem1'",
         "known proofs: "}},
@@ -105,6 +126,10 @@ std::vector<BadInput> bad_inputs() {
        {"bad.json", "case 'c1'", "key 'expect'", "\"hold\" or \"fail\""}},
       {"expect not a string", case_file({{"expect", true}}), {"bad.json", "case 'c1'", "key 'expect'", "\"hold\" or \"fail\""}},
       {"weights not an object", case_file({{"weights", "x.npy"}}), {"bad.json", "case 'c1'", "key 'weights'", "object"}},
+      {"tolerance on an unknown metric of 2 MB", case_file({{"tolerance", {{std::string(2 << 20, 'k'), 1}}}}),
+       {"bad.json", "case 'c1'", "key 'tolerance.kkk", "reports no metric 'kkk"}},
+      {"weights path of 10 KB", case_file(with_input(std::string(10000, 'p'))),
+       {"bad.json", "case 'c1'", "key 'weights.input'", "a path is at most 4095 bytes"}},
       {"weights path not a string", case_file({{"weights", {{"input", 3}}}}),
        {"bad.json", "case 'c1'", "key 'weights.input'", "path (string)"}},
       // --- impossible values
@@ -237,11 +262,22 @@ std::vector<BadInput> bad_inputs() {
       {"a small case over --max-memory 1K", case_file({}), {"bad.json", "case 'c1'", "estimated", "--max-memory 1.0 KiB"},
        "--max-memory 1K"},
       {"--max-memory not a size", case_file({}), {"--max-memory", "'lots' is not a size"}, "--max-memory lots"},
+      {"--max-memory empty", case_file({}), {"--max-memory", "'' is not a size"}, "--max-memory ''"},
+      {"--max-memory 1e300T (infinite)", case_file({}), {"--max-memory", "'1e300T' is not a size"}, "--max-memory 1e300T"},
       // --- the command line
       {"no such case file", case_file({}), {"nothere.json", "no such file"}, "NODIR/nothere.json"},
       {"no case matches --filter", case_file({}), {"no case matches", "--filter 'zz*'"}, "--filter 'zz*'"},
       {"--jobs 0", case_file({}), {"--jobs"}, "--jobs 0"},
-      {"--timeout -1", case_file({}), {"--timeout", "must be a number of seconds > 0, got -1"}, "--timeout -1"},
+      {"--timeout -1", case_file({}), {"--timeout", "0 < SECONDS < 1e9, got -1"}, "--timeout -1"},
+      {"--timeout 1e300", case_file({}), {"--timeout", "0 < SECONDS < 1e9, got 1e300"}, "--timeout 1e300"},
+      {"--timeout nan", case_file({}), {"--timeout", "got nan"}, "--timeout nan"},
+      {"--timeout -0", case_file({}), {"--timeout", "got -0"}, "--timeout -0"},
+      {"--timeout 0x10 (hex)", case_file({}), {"--timeout", "got 0x10"}, "--timeout 0x10"},
+      {"--timeout ' 5' (a space)", case_file({}), {"--timeout", "got  5"}, "--timeout ' 5'"},
+      {"--max-memory 0x10 (hex)", case_file({}), {"--max-memory", "'0x10' is not a size"}, "--max-memory 0x10"},
+      {"--max-memory +1G", case_file({}), {"--max-memory", "'+1G' is not a size"}, "--max-memory +1G"},
+      {"--filter of 5000 '[' matching nothing", case_file({}), {"no case matches --filter '[[[[", "...'"},
+       "--filter '" + std::string(5000, '[') + "'"},
       {"unknown option", case_file({}), {"--frobnicate"}, "--frobnicate"},
       {"--resume without a journal", case_file({}), {"no journal to resume"}, "--resume"},
   };
@@ -275,6 +311,7 @@ TEST_CASE("every bad input exits 2 with a message naming file, case and key, and
       INFO("output: " << result.output);
       CHECK(result.code == 2);
       for (const auto& part : row.expect) CHECK(contains(result.output, part));
+      CHECK(result.output.size() < 2000);  // values quoted in part, whatever their size
       CHECK(read_text(report) == "{\"sentinel\": true}\n");
       CHECK_FALSE(fs::exists(out / "report.journal.jsonl"));
       CHECK(seconds < 5);  // refused before anything runs (the 100000 x 100000 image included)

@@ -35,3 +35,16 @@ TEST_CASE("compare: a NaN anywhere makes both metrics NaN", "[compare]") {
   const auto inf = compare(Vector<double>{INFINITY, 1}, Vector<double>{0, 1});
   CHECK(std::isinf(inf.max_abs));
 }
+
+TEST_CASE("compare: rel_l2 of finite values near the top of the double range is finite", "[compare]") {
+  // squares of 1e300 overflow; the scaled sums do not
+  const Vector<double> expected{1e300, -2e300, 0}, actual{1e300, -2e300, 1e299};
+  const auto d = compare(actual, expected);
+  CHECK(d.max_abs == 1e299);
+  CHECK(d.rel_l2 == Approx(0.1 / std::sqrt(5.0)).epsilon(1e-14));  // 1e299 / (sqrt(5) 1e300)
+  CHECK(compare(Vector<double>{3e300, 4e300}, Vector<double>{0, 0}).rel_l2 == Approx(5e300).epsilon(1e-15));
+  // and an infinite difference stays infinite or NaN: never a finite distance
+  const auto overflow = compare(Vector<double>{1.7e308, -1.7e308}, Vector<double>{-1.7e308, 1.7e308});
+  CHECK_FALSE(std::isfinite(overflow.max_abs));
+  CHECK_FALSE(std::isfinite(overflow.rel_l2));
+}

@@ -2,6 +2,7 @@
 // program: each refusal exits 2 with a message naming what is wrong and
 // leaves an earlier report byte-identical.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -64,6 +65,7 @@ TEST_CASE("quote: at most ~200 characters of any value, however deep", "[hardeni
   CHECK(attnconv::quote(json::parse(R"({"a":[1,2.5,"x"],"b":null})")) == R"({"a":[1,2.5,"x"],"b":null})");
   CHECK(attnconv::quote(json(std::string(1000, 'y'))).size() == attnconv::quote_limit + 3);
   CHECK(attnconv::clip("\xC3\xA9\xC3\xA9", 3) == "\xC3\xA9...");  // not cut inside a UTF-8 character
+  CHECK(attnconv::clip(std::string("a\0b\n\x1b[2J\x7f", 9)) == "a\\u0000b\\u000a\\u001b[2J\\u007f");  // no control character reaches a terminal
 }
 
 TEST_CASE("a value nested 100000 levels deep is refused, in every part of a case", "[hardening]") {
@@ -239,6 +241,19 @@ TEST_CASE("no command overwrites its own input or output (canonical paths), refu
   check_refused_cli(run + "--dump-tensors " + quoted(dir.path / "d") + " --junit " + quoted(dir.path / "d"),
                     {"--junit", "is --dump-tensors", "a folder this command makes"}, kept);
   check_refused_cli("plot " + quoted(report) + " --out " + quoted(cases), {"--out", "small.json is not a folder"}, kept);
+  // --out a symbolic link to a missing folder, or to itself
+  fs::create_symlink(dir.path / "missing" / "folder", dir.path / "dangling");
+  fs::create_symlink(dir.path / "loop", dir.path / "loop");
+  for (const char* link : {"dangling", "loop"})
+    check_refused_cli("run " + quoted(cases) + " --out " + quoted(dir.path / link),
+                      {"the report", std::string(link) + " is a symbolic link to a missing folder (or a loop of links)"}, kept);
+  check_refused_cli("run " + quoted(cases) + " --out " + quoted(out) + " --junit " + quoted(dir.path / "dangling" / "j.xml"),
+                    {"--junit", "dangling is a symbolic link to a missing folder"}, kept);
+  // --out inside a case folder: the next run of the folder would read the report as a case file
+  write_text(dir.path / "folder" / "small.json", read_text(cases));
+  check_refused_cli("run " + quoted(dir.path / "folder") + " --out " + quoted(dir.path / "folder" / "." / "sub"),
+                    {"the report", "is inside case folder", "choose another --out"}, kept);
+  CHECK_FALSE(fs::exists(dir.path / "folder" / "sub"));
   // the out folder's report is a case's dump folder
   json named_report = small_case;
   named_report["name"] = "report.json";
@@ -333,4 +348,45 @@ TEST_CASE("outputs are checked before running; a write that fails after the run 
   CHECK(contains(read_text(junit), "<testcase"));
   CHECK(json::parse(read_text(out / "report.json"))["run"]["resumed_cases"] == 1);
   CHECK_FALSE(fs::exists(out / "report.journal.jsonl"));
+}
+
+TEST_CASE("list, proofs and schema into a full disk or a closed pipe exit 3, not 0", "[hardening]") {
+  const ScratchDir dir("stdout");
+  write_text(dir.path / "small.json", json{{"cases", {small_case}}}.dump());
+  for (const std::string& command : std::vector<std::string>{"proofs", "schema cases", "list " + quoted(dir.path / "small.json")}) {
+    const fs::path errors = dir.path / "stderr.txt";
+    const int status = std::system(("'" ATTNCONV_BINARY "' " + command + " > /dev/full 2> " + quoted(errors)).c_str());
+    INFO(command << ": " << read_text(errors));
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 3));
+    CHECK(contains(read_text(errors), "cannot write standard output"));
+    CHECK(run_cli(command + " > /dev/null").code == 0);
+  }
+}
+
+TEST_CASE("--resume refuses a journal that is a FIFO, a device or 2 GB, without reading it", "[hardening]") {
+  const ScratchDir dir("journal_kinds");
+  const fs::path cases = dir.path / "small.json", out = dir.path / "out", journal = out / "report.journal.jsonl";
+  write_text(cases, json{{"cases", {small_case}}}.dump());
+  const std::string resume = "run " + quoted(cases) + " --quiet --resume --out " + quoted(out);
+  fs::create_directories(out);
+  ::mkfifo(journal.c_str(), 0600);  // no writer: reading it would never end
+  check_refused_cli(resume, {"report.journal.jsonl: not a regular file", "run without --resume"}, {out / "report.json"});
+  fs::remove(journal);
+  fs::create_symlink("/dev/zero", journal);
+  check_refused_cli(resume, {"report.journal.jsonl: not a regular file"}, {out / "report.json"});
+  fs::remove(journal);
+  write_text(journal, "");
+  fs::resize_file(journal, std::uintmax_t(2) << 30);  // sparse
+  check_refused_cli(resume, {"report.journal.jsonl: larger than 1 GiB"}, {out / "report.json"});
+  CHECK(fs::file_size(journal) == std::uintmax_t(2) << 30);
+}
+
+TEST_CASE("a case file given twice (itself and through its folder) is read once", "[hardening]") {
+  const ScratchDir dir("twice");
+  write_text(dir.path / "cases" / "small.json", json{{"cases", {small_case}}}.dump());
+  const CliResult listed = run_cli("list " + quoted(dir.path / "cases") + " " + quoted(dir.path / "cases" / "small.json") + " " +
+                                   quoted(dir.path / "cases" / ".." / "cases" / "small.json"));
+  INFO(listed.output);
+  CHECK(listed.code == 0);
+  CHECK(std::count(listed.output.begin(), listed.output.end(), '\n') == 1);
 }

@@ -15,6 +15,15 @@ TEST_CASE("plain progress: one line per case with index, name, status, seconds, 
   CHECK_THAT(text, Catch::StartsWith("[1/2] t1[alpha=2] pass 0.250 s, ETA "));
   CHECK_THAT(text, Catch::Contains("\n[2/2] t2 fail 1.000 s, ETA 0:00\n"));
   CHECK(text.find('\r') == std::string::npos);
+
+  // a name with a terminal escape sequence, or of 1 MB, is shown escaped and in part
+  std::ostringstream odd;
+  Progress odd_progress(2, odd, /*live=*/false);
+  odd_progress.case_finished({{"name", "clear\x1b[2J"}, {"status", "pass"}, {"seconds", 0.0}});
+  odd_progress.case_finished({{"name", std::string(1 << 20, 'n')}, {"status", "pass"}, {"seconds", 0.0}});
+  CHECK_THAT(odd.str(), Catch::StartsWith("[1/2] clear\\u001b[2J pass"));
+  CHECK(odd.str().find('\x1b') == std::string::npos);
+  CHECK(odd.str().size() < 1000);
 }
 
 TEST_CASE("live progress redraws one line; failures stay; quiet prints nothing", "[progress]") {

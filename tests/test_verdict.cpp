@@ -2,6 +2,7 @@
 // as predicted / error, the status it gives, and the plain-words message;
 // end to end, the inputs that once passed with a NaN output.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -135,7 +136,7 @@ TEST_CASE("end to end: huge alpha or input gives NaN and an error, never a predi
   json low = {{"name", "low-alpha"}, {"proof", "cordonnier2020.theorem1"}, {"params", params}};
   low["params"]["alpha"] = 0.5;
   std::vector<double> input(72, 0.5);
-  input[50] = 1e308;  // finite, but the norms overflow
+  input[50] = 1e308;  // finite, but the finite-alpha bound overflows
   write_npy(dir.path / "x.npy", "<f8", {2, 6, 6}, raw_bytes(input));
   json big = {{"name", "big-input"}, {"proof", "cordonnier2020.theorem1"}, {"expect", "fail"}, {"params", params},
               {"weights", {{"input", "x.npy"}}}};
@@ -148,7 +149,8 @@ TEST_CASE("end to end: huge alpha or input gives NaN and an error, never a predi
   const json report = json::parse(read_text(dir.path / "out" / "report.json"));
   REQUIRE(report["cases"].size() == 4);
   CHECK(report["cases"][3]["verdict"] == "error");
-  CHECK(has(report["cases"][3]["message"], "error metric rel_l2 is nan"));
+  CHECK(has(report["cases"][3]["message"], "the tolerance on max_abs is inf"));
+  CHECK(std::isfinite(report["cases"][3]["metrics"]["rel_l2"].get<double>()));  // the metrics are scaled (compare.hpp)
   for (int k : {0, 1}) {
     const json& c = report["cases"][k];
     INFO(c.dump());
@@ -177,4 +179,26 @@ TEST_CASE("a tolerance may name any error metric, weight_distance included", "[v
   const json entry = json::parse(read_text(dir.path / "out" / "report.json"))["cases"][0];
   CHECK(entry["verdict"] == "holds");
   CHECK(entry["metrics"]["weight_distance"].get<double>() <= 1e-12);
+}
+
+TEST_CASE("end to end: a tiny alpha is never 'holds': the round-off allowance stays round-off, the bound <= 2 x head scale",
+          "[verdict]") {
+  ScratchDir dir("verdict_tiny_alpha");
+  json c = small_theorem1_case();
+  c["sweep"] = {{"alpha", {5e-324, 1e-20, 0.5}}};  // 1 - P <= eps(alpha) ~ pi / alpha: capped at 1
+  write_text(dir.path / "cases.json", json{{"cases", {c}}}.dump());
+  const CliResult result = run_cli("run " + quoted(dir.path / "cases.json") + " --quiet --out " + quoted(dir.path / "out"));
+  INFO(result.output);
+  CHECK(result.code == 0);
+  const json report = json::parse(read_text(dir.path / "out" / "report.json"));
+  REQUIRE(report["cases"].size() == 3);
+  for (const json& entry : report["cases"]) {
+    INFO(entry.dump());
+    CHECK(entry["verdict"] == "bound holds");
+    CHECK(entry["metrics"]["rel_l2"].get<double>() > 0.1);
+    CHECK(entry["metrics"]["roundoff_allowance"].get<double>() < 1e-10);
+    CHECK(std::isfinite(entry["metrics"]["bound"].get<double>()));
+  }
+  // the same bound (2 x head scale + round-off) for every alpha whose eps exceeds 1
+  CHECK(report["cases"][0]["metrics"]["bound"] == report["cases"][1]["metrics"]["bound"]);
 }

@@ -12,6 +12,7 @@
 #include "harness/errors.hpp"
 #include "harness/name_filter.hpp"
 #include "harness/output_lock.hpp"
+#include "harness/quote.hpp"
 #include "harness/resources.hpp"
 #include "harness/runner.hpp"
 #include "harness/signal_cleanup.hpp"
@@ -42,10 +43,7 @@ int print_proofs() {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  install_signal_cleanup();
+int run_command(int argc, char** argv) {
   CLI::App app{"attnconv: numerical checks of theorems relating self-attention and convolution"};
   app.require_subcommand(1);
 
@@ -61,14 +59,13 @@ int main(int argc, char** argv) {
   run->add_option("--timeout", options.timeout_seconds, "stop a case after SECONDS; it is reported as an error")
       ->check(CLI::Validator(
           [](std::string& value) {
-            char* end = nullptr;
-            const double seconds = std::strtod(value.c_str(), &end);
-            return end != value.c_str() && *end == '\0' && seconds > 0 && seconds < 1e9
+            const double seconds = std::strtod(value.c_str(), nullptr);
+            return !value.empty() && decimal_prefix(value) == value.size() && seconds > 0 && seconds < 1e9
                        ? std::string()
-                       : "must be a number of seconds > 0, got " + value;
+                       : "must be a number of seconds, 0 < SECONDS < 1e9, got " + value;
           },
           "SECONDS"));
-  run->add_option("--max-memory", max_memory,
+  const auto* max_memory_option = run->add_option("--max-memory", max_memory,
                   "refuse any case whose memory estimate exceeds BYTES (or 512M, 4G...); default: half the physical memory");
   run->add_flag("--resume", options.resume, "continue an interrupted run from DIR/report.journal.jsonl");
 
@@ -92,10 +89,10 @@ int main(int argc, char** argv) {
   if (const auto code = run_workflow_command(workflow)) return *code;
   if (paths.empty()) paths = {"cases"};
   try {
-    const double memory_limit = max_memory.empty() ? default_max_memory() : parse_size(max_memory);
+    const double memory_limit = max_memory_option->count() == 0 ? default_max_memory() : parse_size(max_memory);
     const std::vector<Case> cases = select(load_cases(paths), filter);
     if (cases.empty())
-      throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + filter + "'" + no_match_hint(filter)));
+      throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + clip(filter) + "'" + no_match_hint(filter)));
     if (list->parsed()) {
       for (const auto& c : cases)
         std::cout << c.name << "\t" << c.proof << "\t" << c.file << "\t" << format_bytes(case_memory_estimate(c)) << "\n";
@@ -105,7 +102,7 @@ int main(int argc, char** argv) {
     options.max_memory = memory_limit;
     const std::vector<Case> to_run = prepare_run(cases, workflow, options);
     check_memory(to_run, memory_limit);
-    check_run_outputs(to_run, options, workflow.junit);
+    check_run_outputs(paths, to_run, options, workflow.junit);
     const OutputLock lock = OutputLock::acquire(out_dir, std::cerr);
     const json report = run_cases(to_run, options);
     if (report.value("interrupted", false)) {
@@ -126,4 +123,18 @@ int main(int argc, char** argv) {
     std::cerr << "attnconv: " << e.what() << "\n";
     return 2;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  install_signal_cleanup();
+  const int code = run_command(argc, argv);
+  // list, proofs and schema print to stdout: a closed pipe or a full disk
+  // (SIGPIPE is ignored, signal_cleanup.hpp) must not pass for a complete listing
+  if (!std::cout.flush()) {
+    std::cerr << "attnconv: cannot write standard output (a closed pipe or a full disk): the output is incomplete\n";
+    return 3;
+  }
+  return code;
 }

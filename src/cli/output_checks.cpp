@@ -1,8 +1,10 @@
 #include "cli/output_checks.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
+#include "harness/errors.hpp"
 #include "harness/output_lock.hpp"
 #include "harness/output_paths.hpp"
 
@@ -22,9 +24,22 @@ std::vector<NamedPath> folder_outputs(const std::string& out_dir, const std::str
   return outputs;
 }
 
+// `path` is `folder` or below it, both compared canonically.
+bool is_inside(const fs::path& path, const fs::path& folder) {
+  std::error_code error;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path), error), f = fs::weakly_canonical(fs::absolute(folder), error);
+  return std::mismatch(f.begin(), f.end(), p.begin(), p.end()).first == f.end();
+}
+
 }  // namespace
 
-void check_run_outputs(const std::vector<Case>& cases, const RunOptions& options, const std::string& junit) {
+void check_run_outputs(const std::vector<std::string>& case_paths, const std::vector<Case>& cases, const RunOptions& options,
+                       const std::string& junit) {
+  const fs::path report = fs::path(options.out_dir) / "report.json";
+  for (const auto& folder : case_paths)
+    if (std::error_code error; fs::is_directory(folder, error) && is_inside(report, folder))
+      throw InputError("the report " + report.string() + " is inside case folder " + folder + ": the next `run " + folder +
+                       "` would read it as a case file; choose another --out");
   std::vector<NamedPath> inputs, folders;
   std::set<std::string> seen;
   const auto add_input = [&](const std::string& what, const std::string& path) {

@@ -10,9 +10,11 @@
 
 namespace attnconv {
 
-// run: the case files and their .npy weights; DIR/report.json, the journal,
-// the lock, --junit, and each case's --dump-tensors folder.
-void check_run_outputs(const std::vector<Case>& cases, const RunOptions& options, const std::string& junit);
+// run: the case files and their .npy weights; DIR/report.json (not inside a
+// case folder of `case_paths`, where a later run would read it as a case
+// file), the journal, the lock, --junit, and each case's --dump-tensors folder.
+void check_run_outputs(const std::vector<std::string>& case_paths, const std::vector<Case>& cases, const RunOptions& options,
+                       const std::string& junit);
 
 // merge: the shard reports; OUT/report.json, the lock and --junit.
 void check_merge_outputs(const std::vector<std::string>& reports, const std::string& out_dir, const std::string& junit);

@@ -11,6 +11,7 @@
 #include "harness/merge.hpp"
 #include "harness/name_filter.hpp"
 #include "harness/output_lock.hpp"
+#include "harness/quote.hpp"
 #include "harness/schema.hpp"
 #include "harness/shard.hpp"
 
@@ -72,7 +73,7 @@ int plot(const WorkflowOptions& options) {
   for (const auto& file : written) std::cout << file << "\n";
   if (written.empty())
     std::cerr << "attnconv plot: nothing to plot in " << options.reports.at(0)
-              << (options.plot_filter.empty() ? "" : " matching --filter '" + options.plot_filter + "'" +
+              << (options.plot_filter.empty() ? "" : " matching --filter '" + clip(options.plot_filter) + "'" +
                                                          no_match_hint(options.plot_filter))
               << "\n";
   return 0;

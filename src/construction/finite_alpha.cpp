@@ -56,7 +56,7 @@ double FiniteAlphaBound::roundoff(double at_alpha) const {
   if (exact_scores(at_alpha)) return sums;
   // (b): see finite_alpha.hpp.
   const int d_p = encoding_dim(encoding);
-  const double gamma = (d_p + 2) * u, eps = leak(at_alpha);
+  const double gamma = (d_p + 2) * u, eps = leak_bound(at_alpha);
   std::vector<double> r(std::size_t(d_p), 0.0);
   const auto magnitude = [&](const Head& h, int d1, int d2) {  // M(delta)
     relative_encoding(encoding, d1, d2, r.data());

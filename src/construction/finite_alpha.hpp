@@ -37,6 +37,7 @@
 //       sum is an exactly representable integer (the quadratic encodings with an
 //       integer alpha, e.g. 60; not quadratic_general, whose A is random).
 // The allowance assumes W_qry = W_key = 0 and u = 0, as in the construction.
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <vector>
@@ -67,9 +68,12 @@ struct FiniteAlphaBound {
   Encoding encoding = Encoding::quadratic;
 
   double leak(double at_alpha) const { return attention_leak(at_alpha * lambda_min); }
+  // 1 - P_{q,q+Delta} is a probability: at most min(eps, 1) (eps > 1 below alpha ~ 1.6
+  // and grows like pi / alpha, which would make (b) and the bound vacuous)
+  double leak_bound(double at_alpha) const { return std::min(1.0, leak(at_alpha)); }
   double roundoff(double at_alpha) const;      // (a) + (b)
   bool exact_scores(double at_alpha) const;    // (b) is zero
-  double operator()(double at_alpha) const { return 2 * leak(at_alpha) * head_scale + roundoff(at_alpha); }
+  double operator()(double at_alpha) const { return 2 * leak_bound(at_alpha) * head_scale + roundoff(at_alpha); }
 };
 
 // Measures the scales of a layer built by the construction on the tokens of an

@@ -1,5 +1,7 @@
 #include "harness/case_loader.hpp"
 
+#include <limits.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -23,6 +25,9 @@ namespace {
 
 const std::vector<std::string> case_keys{"name", "proof", "params", "sweep", "tolerance", "expect", "weights",
                                          "description"};
+
+// A case name is a label and a folder name, not a document (the schema's maxLength).
+constexpr std::size_t max_name_characters = 1024;
 
 std::string suggestion(const std::string& word, const std::vector<std::string>& known) {
   const std::string best = closest(word, known);
@@ -94,7 +99,7 @@ void check_weights(Case& c, const ProofDef& proof, std::map<std::string, NpyChec
     if (!c.weights.contains(name) && c.params.contains("seed"))
       c.provenance[name] = {{"drawn_from_seed", c.params["seed"]}};
   if (c.weights.empty()) return;
-  const auto where = [&](const std::string& key) { return c.file + ": case '" + c.name + "': key 'weights." + key + "': "; };
+  const auto where = [&](const std::string& key) { return c.file + ": case '" + clip(c.name) + "': key 'weights." + clip(key) + "': "; };
   std::vector<std::string> names;
   for (const auto& [name, shape] : expected) names.push_back(name);
   const std::string descr = c.params.value("dtype", std::string("float64")) == "float32" ? "<f4" : "<f8";
@@ -102,7 +107,7 @@ void check_weights(Case& c, const ProofDef& proof, std::map<std::string, NpyChec
     if (proof.expected_tensors && !expected.count(key)) {
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      throw InputError(where(key) + "proof " + c.proof + " loads no tensor named '" + key + "'" + suggestion(key, names) +
+      throw InputError(where(key) + "proof " + c.proof + " loads no tensor named '" + clip(key) + "'" + suggestion(key, names) +
                        "; with these parameters it loads: " + (list.empty() ? "none" : list));
     }
     std::optional<std::vector<std::size_t>> shape;
@@ -144,8 +149,15 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   if (!object.contains("name")) fail("name", "missing");
   if (!object["name"].is_string() || object["name"].get<std::string>().empty()) fail("name", "must be a non-empty string");
   c.base_name = object["name"].get<std::string>();
-  if (c.base_name.find_first_of("/\\") != std::string::npos || c.base_name == "." || c.base_name == "..")
-    fail("name", "must not contain '/' or '\\' (it names a dump folder)");
+  if (c.base_name.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
+    fail("name", "must not contain '/', '\\' or a NUL character (it names a dump folder)");
+  if (c.base_name == "." || c.base_name == "..") fail("name", "must not be '.' or '..' (it names a dump folder)");
+  if (const auto characters = std::count_if(c.base_name.begin(), c.base_name.end(),
+                                            [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; });
+      std::size_t(characters) > max_name_characters)
+    fail("name", "at most " + std::to_string(max_name_characters) + " characters, got " + std::to_string(characters));
+  if (object.contains("description") && !object["description"].is_string())
+    fail("description", "must be a string, got " + quote(object["description"]));
 
   if (!object.contains("proof")) fail("proof", "missing");
   if (!object["proof"].is_string()) fail("proof", "must be a string");
@@ -154,7 +166,7 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   if (!proof) {
     std::vector<std::string> ids;
     for (const auto* p : all_proofs()) ids.push_back(p->id);
-    fail("proof", "unknown proof '" + c.proof + "'" + suggestion(c.proof, ids) + "; known proofs: " + known_proofs());
+    fail("proof", "unknown proof '" + clip(c.proof) + "'" + suggestion(c.proof, ids) + "; known proofs: " + known_proofs());
   }
 
   const json params = object.value("params", json::object());
@@ -182,7 +194,7 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
       const std::string& name = key;  // clang 14 cannot capture a structured binding
       const bool reported = std::any_of(proof->metrics.begin(), proof->metrics.end(), [&](const MetricSpec& m) { return m.name == name; });
       fail("tolerance." + key, (reported ? "'" + key + "' is not an error metric of " + c.proof
-                                         : "proof " + c.proof + " reports no metric '" + key + "'" + suggestion(key, error_metrics)) +
+                                         : "proof " + c.proof + " reports no metric '" + clip(key) + "'" + suggestion(key, error_metrics)) +
                                    "; a tolerance may name only its error metrics: " + join(error_metrics));
     }
     if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0)
@@ -196,6 +208,8 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   if (!c.weights.is_object()) fail("weights", "must be an object of tensor name -> .npy path");
   for (const auto& [key, value] : c.weights.items())
     if (!value.is_string()) fail("weights." + key, "must be a path (string) to a .npy file, got " + quote(value));
+    else if (value.get<std::string>().size() >= PATH_MAX)
+      fail("weights." + key, "a path is at most " + std::to_string(PATH_MAX - 1) + " bytes, got " + quote(value));
 
   // Sweep: one case per point of the cartesian product, first key slowest.
   const json sweep = object.value("sweep", json::object());
@@ -237,7 +251,7 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
       if (proof->validate) proof->validate(expanded);
       check_weights(expanded, *proof, checked_files);
     } catch (const ParamError& e) {
-      throw InputError(file + ": case '" + expanded.name + "': key 'params." + e.key + "': " + e.what());
+      throw InputError(file + ": case '" + clip(expanded.name) + "': key 'params." + e.key + "': " + e.what());
     }
     cases.push_back(std::move(expanded));
   }
@@ -267,15 +281,29 @@ std::vector<Case> load_text(const std::string& text, const std::string& path, st
   return cases;
 }
 
+// A case file larger than this is not a hand-written list of cases (100 000
+// cases of a few hundred bytes each fit); its size is checked before reading,
+// and no more than this is read, so /dev/zero-like or sparse files are cheap.
+constexpr std::uintmax_t max_case_file_bytes = std::uintmax_t(64) << 20;
+
 std::vector<Case> load_file(const std::string& path, std::size_t& run_total) {
   std::error_code error;
   if (fs::exists(path, error) && !fs::is_regular_file(path, error)) throw InputError(path + ": not a regular file");
+  const auto too_large = [&] {
+    return InputError(path + ": larger than " + std::to_string(max_case_file_bytes >> 20) +
+                      " MiB, the most a case file may hold (use sweeps, or split it)");
+  };
+  const std::uintmax_t size = fs::file_size(path, error);
+  if (!error && size > max_case_file_bytes) throw too_large();
   std::ifstream stream(path, std::ios::binary);
   if (!stream) throw InputError(path + ": cannot read the file: " + std::strerror(errno));
-  std::ostringstream text;
-  text << stream.rdbuf();
+  std::string text(std::size_t(error ? max_case_file_bytes : size) + 1, '\0');  // one more: a file that grew
+  stream.read(text.data(), std::streamsize(text.size()));
   if (stream.bad()) throw InputError(path + ": cannot read the file");
-  return load_text(text.str(), path, run_total);
+  text.resize(std::size_t(stream.gcount()));
+  if (text.size() > max_case_file_bytes || (!error && text.size() > size))
+    throw InputError(path + ": the file grew while it was read; run again when it is complete");
+  return load_text(text, path, run_total);
 }
 
 }  // namespace
@@ -293,14 +321,23 @@ std::vector<Case> load_case_text(const std::string& text, const std::string& pat
 std::vector<Case> load_cases(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const auto& path : paths) {
-    if (fs::is_directory(path)) {
+    std::error_code error;
+    const fs::file_status status = fs::status(path, error);
+    if (error && error != std::errc::no_such_file_or_directory)  // a loop of symbolic links, a forbidden folder
+      throw InputError(path + ": cannot read: " + error.message());
+    if (fs::is_directory(status)) {
       std::vector<std::string> found;
-      for (const auto& entry : fs::recursive_directory_iterator(path))
-        if (entry.is_regular_file() && entry.path().extension() == ".json" && entry.path().filename() != "schema.json")
-          found.push_back(entry.path().string());
+      try {
+        for (const auto& entry : fs::recursive_directory_iterator(path))
+          if (entry.is_regular_file() && entry.path().extension() == ".json" && entry.path().filename() != "schema.json")
+            found.push_back(entry.path().string());
+      } catch (const fs::filesystem_error& e) {
+        throw InputError(path + ": cannot read the folder: " + e.path1().string() + ": " + e.code().message());
+      }
+      if (found.empty()) throw InputError(path + ": a folder without case files (*.json other than schema.json)");
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::exists(path)) {
+    } else if (fs::exists(status)) {
       files.push_back(path);
     } else {
       throw InputError(path + ": no such file or folder");
@@ -308,13 +345,17 @@ std::vector<Case> load_cases(const std::vector<std::string>& paths) {
   }
   std::vector<Case> cases;
   std::set<std::string> names;
+  std::set<fs::path> read;  // a file given twice (`run cases cases/a.json`) is read once
   std::size_t run_total = 0;
-  for (const auto& file : files)
+  for (const auto& file : files) {
+    std::error_code error;
+    if (!read.insert(fs::weakly_canonical(fs::absolute(file), error)).second) continue;
     for (auto& c : load_file(file, run_total)) {
       if (!names.insert(c.name).second)
         throw InputError(file + ": case '" + clip(c.name) + "': key 'name': duplicate case name (also in another file)");
       cases.push_back(std::move(c));
     }
+  }
   return cases;
 }
 

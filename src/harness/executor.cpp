@@ -26,7 +26,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 volatile std::sig_atomic_t stop_signal = 0;
-extern "C" void on_stop_signal(int signal) { stop_signal = signal; }
+extern "C" void on_stop_signal(int signal) {
+  if (!stop_signal) stop_signal = signal;  // the first signal stops the run and names it; a second one changes nothing
+}
 
 // SIGINT/SIGTERM handlers for the life of one execute_cases(), restored after.
 class StopSignals {

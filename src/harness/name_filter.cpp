@@ -2,6 +2,8 @@
 
 #include <fnmatch.h>
 
+#include "harness/quote.hpp"
+
 namespace attnconv {
 
 bool name_matches(const std::string& pattern, const std::string& name) {
@@ -13,7 +15,7 @@ std::string no_match_hint(const std::string& pattern) {
   std::string escaped;
   for (const char ch : pattern) escaped += ch == '[' ? std::string("[[]") : std::string(1, ch);
   return "; in a glob [...] matches one character of a set: write '[[]' for a literal '[' (e.g. --filter '" +
-         escaped + "'), or give the whole case name";
+         clip(escaped) + "'), or give the whole case name";
 }
 
 }  // namespace attnconv

@@ -41,6 +41,19 @@ std::string unwritable(const fs::path& path) {
   return "";
 }
 
+// Why a folder on the way to `path` (or `path` itself, a folder to make) cannot
+// be made or entered: a symbolic link that leads nowhere, or empty.
+std::string broken_link(const fs::path& path) {
+  fs::path prefix;
+  for (const auto& part : path) {
+    prefix /= part;
+    std::error_code error;
+    if (fs::is_symlink(fs::symlink_status(prefix, error)) && !fs::exists(prefix, error))
+      return prefix.string() + " is a symbolic link to a missing folder (or a loop of links)";
+  }
+  return "";
+}
+
 }  // namespace
 
 void check_outputs(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs,
@@ -65,11 +78,14 @@ void check_outputs(const std::vector<NamedPath>& inputs, const std::vector<Named
                        ": a command never overwrites its own input or output; choose another path");
     if (const NamedPath* folder = inside_folder(path))
       throw InputError(named(output) + " is inside " + named(*folder) + ", which this command also writes; choose another path");
+    if (const std::string why = broken_link(fs::path(output.path).parent_path()); !why.empty())
+      throw InputError(named(output) + " cannot be written: " + why);
     if (const std::string why = unwritable(path); !why.empty()) throw InputError(named(output) + " cannot be written: " + why);
     seen.emplace(path, &output);
   }
   for (const auto& made : made_folders) {
     const fs::path path = canonical_path(made.path);
+    if (const std::string why = broken_link(made.path); !why.empty()) throw InputError(named(made) + " cannot be made: " + why);
     if (const auto found = seen.find(path); found != seen.end())
       throw InputError(named(*found->second) + " is " + named(made) + ", a folder this command makes; choose another path");
     folders.emplace(path, &made);

@@ -145,8 +145,11 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(3, word.size() / 2) + 1;
-  for (const auto& c : candidates)
+  for (const auto& c : candidates) {
+    // the distance is at least the difference in length: a 10 MB word costs nothing
+    if (std::max(word.size(), c.size()) - std::min(word.size(), c.size()) >= best_distance) continue;
     if (const auto d = edit_distance(word, c); d < best_distance) best = c, best_distance = d;
+  }
   return best;
 }
 

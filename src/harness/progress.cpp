@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "harness/quote.hpp"
 #include "harness/verdict.hpp"
 
 namespace attnconv {
@@ -49,7 +50,7 @@ void Progress::case_finished(const nlohmann::json& entry) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.3f", entry.value("seconds", 0.0));
   const std::string line = "[" + std::to_string(done_) + "/" + std::to_string(total_) + "] " +
-                           entry.value("name", "?") + " " + status + " " + seconds + " s, ETA " + format_duration(eta);
+                           clip(entry.value("name", "?")) + " " + status + " " + seconds + " s, ETA " + format_duration(eta);
   if (live_) {
     // A line wider than the terminal would wrap, and \r would redraw only its tail.
     winsize size{};

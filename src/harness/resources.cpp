@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "harness/errors.hpp"
 
@@ -21,17 +22,32 @@ double case_memory_estimate(const Case& c) {
   return 64.0 * 1024 * 1024 + 8.0 * tokens * tokens;
 }
 
+std::size_t decimal_prefix(const std::string& text) {
+  std::size_t k = 0, digits = 0;
+  const auto skip_digits = [&] {
+    while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k]))) ++k, ++digits;
+  };
+  skip_digits();
+  if (k < text.size() && text[k] == '.') ++k, skip_digits();
+  if (digits == 0) return 0;
+  if (k < text.size() && (text[k] == 'e' || text[k] == 'E')) {
+    std::size_t e = k + 1;
+    if (e < text.size() && (text[e] == '+' || text[e] == '-')) ++e;
+    if (e < text.size() && std::isdigit(static_cast<unsigned char>(text[e]))) {
+      k = e;
+      while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k]))) ++k;
+    }
+  }
+  return k;
+}
+
 double parse_size(const std::string& text) {
   const auto bad = [&] {
     return InputError("--max-memory: '" + text + "' is not a size (bytes, or a number with K, M, G or T, e.g. 512M, 2GiB)");
   };
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw bad();
-  }
+  const std::size_t used = decimal_prefix(text);
+  if (used == 0) throw bad();
+  const double value = std::strtod(text.substr(0, used).c_str(), nullptr);
   std::string unit = text.substr(used);
   for (auto& ch : unit) ch = char(std::toupper(static_cast<unsigned char>(ch)));
   if (unit == "IB") throw bad();
@@ -43,7 +59,7 @@ double parse_size(const std::string& text) {
     scale = std::pow(1024.0, double(units.find(unit[0]) + 1));
   else if (!unit.empty())
     throw bad();
-  if (!std::isfinite(value) || value <= 0) throw bad();
+  if (!std::isfinite(value * scale) || value <= 0) throw bad();
   return value * scale;
 }
 

@@ -17,6 +17,11 @@ double case_memory_estimate(const Case& c);
 // Throws InputError on anything else.
 double parse_size(const std::string& text);
 
+// The length of the plain decimal number (digits, one '.', an exponent) at
+// the start of `text`, or 0: no sign, space, hex (0x10), inf or nan, which
+// strtod would also take.
+std::size_t decimal_prefix(const std::string& text);
+
 // "12.3 MiB"
 std::string format_bytes(double bytes);
 
