@@ -33,6 +33,21 @@ AcmixInit acmix_case_init(const Case& c) {
 
 }  // namespace
 
+std::vector<ParamSpec> acmix_case_params(int kernel_att_default, std::string kernel_conv_help, ParamSpec stride) {
+  return {
+      image_param(),
+      {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_in", .minimum = 1},
+      {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr,
+       .help = "C_out (divisible by heads)", .minimum = 1},
+      {.name = "heads", .kind = ParamKind::integer, .default_value = 4, .help = "N", .minimum = 1},
+      {.name = "kernel_att", .kind = ParamKind::integer, .default_value = kernel_att_default,
+       .help = "attention window (odd)", .minimum = 1},
+      {.name = "kernel_conv", .kind = ParamKind::integer, .default_value = 3, .help = std::move(kernel_conv_help),
+       .minimum = 1},
+      std::move(stride),
+  };
+}
+
 AcmixParams parse_acmix_case(const Case& c) {
   const AcmixParams p{.config = acmix_case_config(c), .init = acmix_case_init(c),
                       .image = get_int_pair(c.params, "image"), .dtype = case_dtype(c), .seed = case_seed(c)};

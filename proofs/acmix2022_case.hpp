@@ -17,6 +17,10 @@ struct AcmixParams {
   std::uint64_t seed = 0;
 };
 
+// The parameters both ACmix proofs begin with: image, in_channels,
+// out_channels, heads, kernel_att, kernel_conv, stride.
+std::vector<ParamSpec> acmix_case_params(int kernel_att_default, std::string kernel_conv_help, ParamSpec stride);
+
 // Parses and checks a case: out_channels divisible by heads, odd kernels,
 // reflection padding smaller than the image, known weight keys. Throws
 // ParamError (or InputError for weights).

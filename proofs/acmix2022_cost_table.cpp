@@ -159,19 +159,12 @@ const bool registered = register_proof(make_proof<AcmixParams>({
     .paper = "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.4, Table 1",
     .statement = "Parameters and multiply-adds of Stage I and Stage II for a convolution, a self-attention layer and ACmix, "
     "counted from the operations run, beside the paper's formulas; Stage I dominates (quadratic in channels).",
-    .params = {
-        {.name = "image", .kind = ParamKind::int_pair, .default_value = nullptr, .help = "image size [H, W]", .minimum = 1},
-        {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_in", .minimum = 1},
-        {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr,
-         .help = "C_out (divisible by heads)", .minimum = 1},
-        {.name = "heads", .kind = ParamKind::integer, .default_value = 4, .help = "N", .minimum = 1},
-        {.name = "kernel_att", .kind = ParamKind::integer, .default_value = 3, .help = "attention window (odd)", .minimum = 1},
-        {.name = "kernel_conv", .kind = ParamKind::integer, .default_value = 3,
-         .help = "k of the convolution and of ACmix's convolution path (odd)", .minimum = 1},
-        stride_param(ParamKind::integer),
-        dtype_param(),
-        seed_param(""),
-    },
+    .params = [] {
+      std::vector<ParamSpec> params = acmix_case_params(
+          3, "k of the convolution and of ACmix's convolution path (odd)", stride_param(ParamKind::integer));
+      params.insert(params.end(), {dtype_param(), seed_param("")});
+      return params;
+    }(),
     .parse = parse,
     .verify = {verify<float>, verify<double>},
     .metrics = [] {

@@ -143,25 +143,21 @@ const bool registered = register_proof(make_proof<AcmixParams>({
     "shift-initialised grouped convolution); out = rate1 * attention + rate2 * convolution. Established here: the "
     "convolution path is a standard k_conv x k_conv convolution of the input with a constant-ones channel appended "
     "(zero-padded), which differs from a plain biased convolution only in the border band of width k_conv // 2.",
-    .params = {
-        {.name = "image", .kind = ParamKind::int_pair, .default_value = nullptr, .help = "image size [H, W]", .minimum = 1},
-        {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_in", .minimum = 1},
-        {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr,
-         .help = "C_out (divisible by heads)", .minimum = 1},
-        {.name = "heads", .kind = ParamKind::integer, .default_value = 4, .help = "N", .minimum = 1},
-        {.name = "kernel_att", .kind = ParamKind::integer, .default_value = 7, .help = "attention window (odd)", .minimum = 1},
-        {.name = "kernel_conv", .kind = ParamKind::integer, .default_value = 3,
-         .help = "convolution kernel (odd; padding kernel_conv // 2)", .minimum = 1},
-        stride_param(ParamKind::integer, "output ceil(H/s) x ceil(W/s)"),
-        {.name = "dep_init", .kind = ParamKind::string, .default_value = "shift",
-         .help = "dep_conv weights: the reference's shift kernels or random", .choices = {"shift", "random"}},
-        {.name = "rates", .kind = ParamKind::number_pair, .default_value = json::array({0.5, 0.5}), .help = "[rate1, rate2]"},
-        {.name = "projection_bias", .kind = ParamKind::boolean, .default_value = true, .help = "conv1..3 biases (false: zero)"},
-        {.name = "dep_conv_bias", .kind = ParamKind::boolean, .default_value = false,
-         .help = "give dep_conv a bias (an extension; the reference has none)"},
-        dtype_param(),
-        seed_param("seed of the input and parameters"),
-    },
+    .params = [] {
+      std::vector<ParamSpec> params = acmix_case_params(7, "convolution kernel (odd; padding kernel_conv // 2)",
+                                                        stride_param(ParamKind::integer, "output ceil(H/s) x ceil(W/s)"));
+      params.insert(params.end(), {
+          {.name = "dep_init", .kind = ParamKind::string, .default_value = "shift",
+           .help = "dep_conv weights: the reference's shift kernels or random", .choices = {"shift", "random"}},
+          {.name = "rates", .kind = ParamKind::number_pair, .default_value = json::array({0.5, 0.5}), .help = "[rate1, rate2]"},
+          {.name = "projection_bias", .kind = ParamKind::boolean, .default_value = true, .help = "conv1..3 biases (false: zero)"},
+          {.name = "dep_conv_bias", .kind = ParamKind::boolean, .default_value = false,
+           .help = "give dep_conv a bias (an extension; the reference has none)"},
+          dtype_param(),
+          seed_param("seed of the input and parameters"),
+      });
+      return params;
+    }(),
     .parse = parse_acmix_case,
     .verify = {verify<float>, verify<double>},
     .metrics = [] {

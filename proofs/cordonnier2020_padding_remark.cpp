@@ -20,8 +20,7 @@ namespace attnconv {
 namespace {
 
 struct PaddingRemarkParams {
-  std::array<int, 2> image{}, kernel{};
-  std::size_t in_channels = 0, out_channels = 0;
+  ConvShape shape;
   ConvGeometry geometry;  // "same" zero padding, stride 1, the case's dilation
   Theorem1Shared shared;
   Dtype dtype = Dtype::float64;
@@ -36,15 +35,12 @@ std::array<int, 4> expected_band(std::array<int, 2> kernel, std::array<int, 2> d
 
 PaddingRemarkParams parse(const Case& c) {
   PaddingRemarkParams p;
-  p.image = get_int_pair(c.params, "image");
-  p.kernel = get_int_pair(c.params, "kernel");
-  p.in_channels = std::size_t(get_int(c.params, "in_channels"));
-  p.out_channels = std::size_t(get_int(c.params, "out_channels"));
+  p.shape = case_conv_shape(c);
   p.geometry.dilation = get_int_pair(c.params, "dilation");
-  p.geometry.padding = same_padding(p.kernel, p.geometry.dilation);
+  p.geometry.padding = same_padding(p.shape.kernel, p.geometry.dilation);
   p.shared = parse_theorem1_shared(c);
   p.dtype = p.shared.dtype;
-  const auto &image = p.image, &kernel = p.kernel, &dilation = p.geometry.dilation;
+  const auto &image = p.shape.image, &kernel = p.shape.kernel, &dilation = p.geometry.dilation;
   const ConvGeometry& g = p.geometry;
   const auto band = expected_band(kernel, dilation);
   if (g.padding.top != band[0] || g.padding.left != band[2])
@@ -63,8 +59,8 @@ PaddingRemarkParams parse(const Case& c) {
 }
 
 template <class T> Outcome verify(const Case& c, const PaddingRemarkParams& p) {
-  const auto &image = p.image, &kernel = p.kernel;
-  const std::size_t c_in = p.in_channels, c_out = p.out_channels;
+  const auto &image = p.shape.image, &kernel = p.shape.kernel;
+  const std::size_t c_in = p.shape.in_channels, c_out = p.shape.out_channels;
   const std::size_t height = std::size_t(image[0]), width = std::size_t(image[1]);
   const ConvGeometry& g = p.geometry;
 
@@ -167,7 +163,7 @@ const bool registered = register_proof(make_proof<PaddingRemarkParams>({
     "\"same\" convolution in the interior; it differs in a border band of width floor(K/2) (the kernel's reach on "
     "each side); padding the image before attending removes the difference.",
     .params = theorem1_params({
-        {.name = "image", .kind = ParamKind::int_pair, .default_value = nullptr, .help = "image size [H, W]", .minimum = 1},
+        image_param(),
         kernel_param("kernel size [K1, K2]; heads = K1*K2, head_dim = out_channels"),
         {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
         {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},

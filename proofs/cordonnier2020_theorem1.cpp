@@ -19,8 +19,7 @@ namespace attnconv {
 namespace {
 
 struct Theorem1Params {
-  std::array<int, 2> image{}, kernel{};
-  std::size_t in_channels = 0, out_channels = 0;
+  ConvShape shape;
   ConvGeometry geometry;
   Theorem1Options options;  // heads, head_dim, alpha, dilation, encoding and its precisions
   Theorem1Shared shared;
@@ -29,10 +28,7 @@ struct Theorem1Params {
 
 Theorem1Params parse(const Case& c) {
   Theorem1Params p;
-  p.image = get_int_pair(c.params, "image");
-  p.kernel = get_int_pair(c.params, "kernel");
-  p.in_channels = std::size_t(get_int(c.params, "in_channels"));
-  p.out_channels = std::size_t(get_int(c.params, "out_channels"));
+  p.shape = case_conv_shape(c);
   p.geometry = case_geometry(c);
   p.shared = parse_theorem1_shared(c);
   p.dtype = p.shared.dtype;
@@ -41,26 +37,19 @@ Theorem1Params parse(const Case& c) {
   p.options.alpha = p.shared.alpha;
   p.options.dilation = p.geometry.dilation;
   p.options.encoding = encoding_from_string(c.params.at("encoding"));
-  check_geometry(p.geometry, p.image, p.kernel, "kernel");
-  check_hypotheses(c, p.kernel[0] * p.kernel[1], p.options, int(p.out_channels));
+  check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
+  check_hypotheses(c, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.out_channels));
   if (p.options.encoding == Encoding::quadratic_general)
     p.options.precision = random_precisions(p.shared.seed, p.options.heads);
   return p;
 }
 
-std::array<std::size_t, 3> input_shape(const Theorem1Params& p) {
-  return {p.in_channels, std::size_t(p.image[0]), std::size_t(p.image[1])};
-}
-std::array<std::size_t, 4> weight_shape(const Theorem1Params& p) {
-  return {p.out_channels, p.in_channels, std::size_t(p.kernel[0]), std::size_t(p.kernel[1])};
-}
-
 // The tensors a case may load instead of drawing them from the seed.
 TensorShapes expected_tensors(const Theorem1Params& p) {
-  const auto x = input_shape(p);
-  const auto w = weight_shape(p);
+  const auto x = p.shape.input();
+  const auto w = p.shape.weight();
   TensorShapes out{{"input", {x.begin(), x.end()}}, {"conv_weight", {w.begin(), w.end()}}};
-  if (p.shared.bias) out["conv_bias"] = {p.out_channels};
+  if (p.shared.bias) out["conv_bias"] = {p.shape.out_channels};
   return out;
 }
 
@@ -71,11 +60,11 @@ TensorShapes expected_tensors(const Theorem1Params& p) {
 // to the report; plus the process itself (program, libraries, OpenBLAS
 // buffers, 16 MiB). Within a factor 2 of the measured peak RSS (README, "Performance").
 double memory_estimate(const Theorem1Params& p) {
-  const auto& image = p.image;
-  const auto& kernel = p.kernel;
+  const auto& image = p.shape.image;
+  const auto& kernel = p.shape.kernel;
   const ConvGeometry& g = p.geometry;
   const double s = double(dtype_bytes(p.dtype));
-  const double c_in = double(p.in_channels), c_out = double(p.out_channels);
+  const double c_in = double(p.shape.in_channels), c_out = double(p.shape.out_channels);
   const double heads = p.options.heads, d_h = p.options.head_dim;
   const std::size_t hp = std::size_t(image[0] + g.padding.top + g.padding.bottom);
   const std::size_t wp = std::size_t(image[1] + g.padding.left + g.padding.right);
@@ -97,9 +86,9 @@ double memory_estimate(const Theorem1Params& p) {
 
 template <class T> Outcome verify(const Case& c, const Theorem1Params& p) {
   const CaseTensors tensors(c, p.shared.seed);
-  const Image<T> x = tensors.get<T, 3>("input", input_shape(p));
-  const Kernel<T> w = tensors.get<T, 4>("conv_weight", weight_shape(p));
-  const std::optional<Vector<T>> b = tensors.conv_bias<T>(p.shared.bias, p.out_channels);
+  const Image<T> x = tensors.get<T, 3>("input", p.shape.input());
+  const Kernel<T> w = tensors.get<T, 4>("conv_weight", p.shape.weight());
+  const std::optional<Vector<T>> b = tensors.conv_bias<T>(p.shared.bias, p.shape.out_channels);
 
   // The one place this proof chooses its MHSA engine (mhsa/engine.hpp: auto runs
   // the exact separable engine on this layer, which has no content terms).
@@ -127,27 +116,29 @@ template <class T> Outcome verify(const Case& c, const Theorem1Params& p) {
 // u = 0, so they depend on positions only; the weights are the case's own.
 template <class T> FigureData attention_figure(const Case& c, const Theorem1Params& p) {
   const CaseTensors tensors(c, p.shared.seed);
-  const Image<T> x = tensors.get<T, 3>("input", input_shape(p));
-  const Kernel<T> w = tensors.get<T, 4>("conv_weight", weight_shape(p));
+  const Image<T> x = tensors.get<T, 3>("input", p.shape.input());
+  const Kernel<T> w = tensors.get<T, 4>("conv_weight", p.shape.weight());
   const MhsaLayer<T> layer = theorem1_layer<T>(w, std::nullopt, p.options);
 
   const ConvGeometry& g = p.geometry;
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   const std::size_t hp = xpad.shape(1), wp = xpad.shape(2);
-  const int h_out = conv_output_size(p.image[0], g.padding.top, g.padding.bottom, p.kernel[0], g.stride[0], g.dilation[0]);
-  const int w_out = conv_output_size(p.image[1], g.padding.left, g.padding.right, p.kernel[1], g.stride[1], g.dilation[1]);
-  const auto centre = kernel_center(p.kernel);
+  const auto& image = p.shape.image;
+  const auto& kernel = p.shape.kernel;
+  const int h_out = conv_output_size(image[0], g.padding.top, g.padding.bottom, kernel[0], g.stride[0], g.dilation[0]);
+  const int w_out = conv_output_size(image[1], g.padding.left, g.padding.right, kernel[1], g.stride[1], g.dilation[1]);
+  const auto centre = kernel_center(kernel);
   const int qi = (h_out / 2) * g.stride[0] + centre[0] * g.dilation[0];
   const int qj = (w_out / 2) * g.stride[1] + centre[1] * g.dilation[1];
   const Matrix<T> probabilities = attention_rows(layer, image_to_tokens(xpad), hp, wp, std::size_t(qi) * wp + std::size_t(qj));
 
   FigureData f;
   f.name = "attention-" + c.name;
-  f.layout = p.kernel;
-  const int panels = std::min<int>(p.kernel[0] * p.kernel[1], int(layer.heads.size()));
+  f.layout = kernel;
+  const int panels = std::min<int>(kernel[0] * kernel[1], int(layer.heads.size()));
   int reach = 1;  // a window around the query wide enough for every head's target
   for (int h = 0; h < panels; ++h) {
-    const auto target_shift = kernel_offset(h / p.kernel[1], h % p.kernel[1], p.kernel, g.dilation);
+    const auto target_shift = kernel_offset(h / kernel[1], h % kernel[1], kernel, g.dilation);
     reach = std::max({reach, std::abs(target_shift[0]), std::abs(target_shift[1])});
     HeatMap map{.title = "head " + std::to_string(h) + ", Delta (" + std::to_string(target_shift[0]) + ", " +
                          std::to_string(target_shift[1]) + ")",
@@ -180,7 +171,7 @@ const bool registered = register_proof(make_proof<Theorem1Params>({
     "sqrt(N_h) x sqrt(N_h) and min(D_h, D_out) output channels (with padding, stride and dilation by the paper's "
     "remarks).",
     .params = theorem1_params({
-        {.name = "image", .kind = ParamKind::int_pair, .default_value = nullptr, .help = "image size [H, W]", .minimum = 1},
+        image_param(),
         kernel_param("kernel size [K1, K2]", ParamKind::int_pair, 4096),
         {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
         {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},

@@ -40,6 +40,23 @@ ParamSpec dilation_param(ParamKind kind, std::optional<double> maximum) {
   return {.name = "dilation", .kind = kind, .default_value = 1, .minimum = 1, .maximum = maximum};
 }
 
+ParamSpec image_param() {
+  return {.name = "image", .kind = ParamKind::int_pair, .default_value = nullptr, .help = "image size [H, W]", .minimum = 1};
+}
+
+std::array<std::size_t, 3> ConvShape::input() const { return {in_channels, std::size_t(image[0]), std::size_t(image[1])}; }
+
+std::array<std::size_t, 4> ConvShape::weight() const {
+  return {out_channels, in_channels, std::size_t(kernel[0]), std::size_t(kernel[1])};
+}
+
+ConvShape case_conv_shape(const Case& c) {
+  return {.image = get_int_pair(c.params, "image"),
+          .kernel = get_int_pair(c.params, "kernel"),
+          .in_channels = std::size_t(get_int(c.params, "in_channels")),
+          .out_channels = std::size_t(get_int(c.params, "out_channels"))};
+}
+
 Dtype case_dtype(const Case& c) { return dtype_from_string(c.params.at("dtype").get<std::string>()); }
 
 std::uint64_t case_seed(const Case& c) { return std::uint64_t(c.params.at("seed").get<long long>()); }

@@ -25,9 +25,21 @@ ParamSpec padding_mode_param(std::string help = "");
 ParamSpec stride_param(ParamKind kind = ParamKind::int_pair, std::string help = "");
 ParamSpec dilation_param(ParamKind kind = ParamKind::int_pair, std::optional<double> maximum = std::nullopt);
 
+ParamSpec image_param();  // "image": [H, W], required
+
+// The sizes of a 2D convolution case: "image", "kernel", "in_channels", "out_channels".
+struct ConvShape {
+  std::array<int, 2> image{}, kernel{};
+  std::size_t in_channels = 0, out_channels = 0;
+
+  std::array<std::size_t, 3> input() const;   // [C_in, H, W]
+  std::array<std::size_t, 4> weight() const;  // [C_out, C_in, K1, K2]
+};
+
 // Typed reads of the shared parameters of a loaded case.
 Dtype case_dtype(const Case& c);
 std::uint64_t case_seed(const Case& c);
+ConvShape case_conv_shape(const Case& c);
 
 // The 2D geometry of "kernel", "padding", "padding_mode", "stride",
 // "dilation"; "same" padding needs stride 1 (as in PyTorch: ParamError).

@@ -10,7 +10,7 @@ namespace attnconv {
 
 std::vector<ParamSpec> conv_case_params() {
   return {
-      {.name = "image", .kind = ParamKind::int_pair, .default_value = nullptr, .help = "image size [H, W]", .minimum = 1},
+      image_param(),
       kernel_param(),
       {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_in", .minimum = 1},
       {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_out", .minimum = 1},
@@ -26,15 +26,12 @@ std::vector<ParamSpec> conv_case_params() {
 
 ConvCaseParams parse_conv_case(const Case& c) {
   ConvCaseParams p;
-  p.image = get_int_pair(c.params, "image");
-  p.kernel = get_int_pair(c.params, "kernel");
-  p.in_channels = std::size_t(get_int(c.params, "in_channels"));
-  p.out_channels = std::size_t(get_int(c.params, "out_channels"));
+  p.shape = case_conv_shape(c);
   p.geometry = case_geometry(c);
   p.bias = c.params.at("bias").get<bool>();
   p.dtype = case_dtype(c);
   p.seed = case_seed(c);
-  check_geometry(p.geometry, p.image, p.kernel, "kernel");
+  check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
   check_tensor_names(c, {"input", "conv_weight", "conv_bias"});
   if (c.weights.contains("conv_bias") && !p.bias)
     throw ParamError("bias", "weights.conv_bias is given but \"bias\" is false");
@@ -42,19 +39,19 @@ ConvCaseParams parse_conv_case(const Case& c) {
 }
 
 TensorShapes conv_case_tensor_shapes(const ConvCaseParams& p) {
-  TensorShapes out{{"input", {p.in_channels, std::size_t(p.image[0]), std::size_t(p.image[1])}},
-                   {"conv_weight", {p.out_channels, p.in_channels, std::size_t(p.kernel[0]), std::size_t(p.kernel[1])}}};
-  if (p.bias) out["conv_bias"] = {p.out_channels};
+  const auto x = p.shape.input();
+  const auto w = p.shape.weight();
+  TensorShapes out{{"input", {x.begin(), x.end()}}, {"conv_weight", {w.begin(), w.end()}}};
+  if (p.bias) out["conv_bias"] = {p.shape.out_channels};
   return out;
 }
 
 template <class T> ConvCase<T> conv_case_tensors(const Case& c, const ConvCaseParams& p) {
   const CaseTensors tensors(c, p.seed);
   ConvCase<T> conv;
-  conv.input = tensors.get<T, 3>("input", {p.in_channels, std::size_t(p.image[0]), std::size_t(p.image[1])});
-  conv.weight = tensors.get<T, 4>("conv_weight",
-                                  {p.out_channels, p.in_channels, std::size_t(p.kernel[0]), std::size_t(p.kernel[1])});
-  conv.bias = tensors.conv_bias<T>(p.bias, p.out_channels);
+  conv.input = tensors.get<T, 3>("input", p.shape.input());
+  conv.weight = tensors.get<T, 4>("conv_weight", p.shape.weight());
+  conv.bias = tensors.conv_bias<T>(p.bias, p.shape.out_channels);
   conv.geometry = p.geometry;
   return conv;
 }

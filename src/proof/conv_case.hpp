@@ -9,13 +9,12 @@
 
 #include "harness/proof.hpp"
 #include "ops/conv2d_reference.hpp"
-#include "proof/dtype.hpp"
+#include "proof/common_params.hpp"
 
 namespace attnconv {
 
 struct ConvCaseParams {
-  std::array<int, 2> image{}, kernel{};
-  std::size_t in_channels = 0, out_channels = 0;
+  ConvShape shape;
   ConvGeometry geometry;
   bool bias = true;
   Dtype dtype = Dtype::float64;
