@@ -53,6 +53,13 @@ Theorem1dParams parse(const Case& c) {
   return p;
 }
 
+// The tensors a case may load instead of drawing them from the seed.
+TensorShapes expected_tensors(const Theorem1dParams& p) {
+  TensorShapes out{{"input", {p.in_channels, p.length}}, {"conv_weight", {p.out_channels, p.in_channels, p.kernel}}};
+  if (p.shared.bias) out["conv_bias"] = {p.out_channels};
+  return out;
+}
+
 template <class T> Outcome verify(const Case& c, const Theorem1dParams& p) {
   const CaseTensors tensors(c, p.shared.seed);
   const Sequence<T> x = tensors.get<T, 2>("input", {p.in_channels, p.length});
@@ -100,6 +107,7 @@ const bool registered = register_proof(make_proof<Theorem1dParams>({
         {.name = "padding_resolved", .type = "array", .help = "[left, right]"},
         {.name = "output_shape", .type = "array", .help = "[C_out, L_out]"},
     }),
+    .expected_tensors = expected_tensors,
 }));
 
 }  // namespace
