@@ -3,7 +3,8 @@
 // typed struct `Params` (with a member `Dtype dtype`) by `parse`, which also
 // checks them across keys (the kernel fits the image, enough heads, ...) and
 // throws ParamError naming the key. The loader runs `parse` on every case
-// before anything runs; the other hooks receive its result:
+// before anything runs; the other hooks receive its result (each hook parses
+// the case anew, so `parse` must be cheap and depend on the case alone):
 //
 //   const bool registered = register_proof(make_proof<Lemma1Params>({
 //       .id = "cordonnier2020.lemma1", .paper = ..., .statement = ...,
