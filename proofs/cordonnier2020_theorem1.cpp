@@ -7,6 +7,7 @@
 // attend over the padded image, then crop and subsample (DESIGN.md). The
 // encoding is the theorem's quadratic one (D_p = 3) or the paper's generalised
 // quadratic encoding with a full precision per head (D_p = 5).
+#include "harness/resources.hpp"
 #include "harness/short_number.hpp"
 #include "mhsa/attention_row.hpp"
 #include "mhsa/engine.hpp"
@@ -115,16 +116,24 @@ template <class T> Outcome verify(const Case& c, const Theorem1Params& p) {
 // (i s1 + c1 d1, j s2 + c2 d2). Under the construction W_qry = W_key = 0 and
 // u = 0, so they depend on positions only; the weights are the case's own.
 template <class T> FigureData attention_figure(const Case& c, const Theorem1Params& p) {
+  const ConvGeometry& g = p.geometry;
+  const auto& image = p.shape.image;
+  const auto& kernel = p.shape.kernel;
+  // The padded image, its tokens and one attention row per head, before allocating any of them.
+  const double padded_pixels = (double(image[0]) + g.padding.top + g.padding.bottom) *
+                               (double(image[1]) + g.padding.left + g.padding.right);
+  const double bytes = padded_pixels * double(3 * p.shape.in_channels + std::size_t(p.options.heads)) * sizeof(T);
+  if (bytes > default_max_memory())
+    throw std::runtime_error("its padded image of " + short_number(padded_pixels) + " pixels needs " +
+                             format_bytes(bytes) + ", more than half the physical memory");
+
   const CaseTensors tensors(c, p.shared.seed);
   const Image<T> x = tensors.get<T, 3>("input", p.shape.input());
   const Kernel<T> w = tensors.get<T, 4>("conv_weight", p.shape.weight());
   const MhsaLayer<T> layer = theorem1_layer<T>(w, std::nullopt, p.options);
 
-  const ConvGeometry& g = p.geometry;
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   const std::size_t hp = xpad.shape(1), wp = xpad.shape(2);
-  const auto& image = p.shape.image;
-  const auto& kernel = p.shape.kernel;
   const int h_out = conv_output_size(image[0], g.padding.top, g.padding.bottom, kernel[0], g.stride[0], g.dilation[0]);
   const int w_out = conv_output_size(image[1], g.padding.left, g.padding.right, kernel[1], g.stride[1], g.dilation[1]);
   const auto centre = kernel_center(kernel);
