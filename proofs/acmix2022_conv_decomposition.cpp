@@ -2,15 +2,16 @@
 // Sec. 3.1, Eq. (2)-(4): a k1 x k2 convolution equals k1*k2 1x1 convolutions
 // (Stage I, one matrix product each) followed by shifts with zero fill and a
 // sum (Stage II). Padding modes other than zeros: pad first, then decompose.
-#include "acmix_conv_case.hpp"
 #include "acmix/conv_decomposition.hpp"
 #include "metrics/compare.hpp"
+#include "proof/conv_case.hpp"
+#include "proof/proof_spec.hpp"
 
 namespace attnconv {
 namespace {
 
-template <class T> Outcome verify_typed(const Case& c) {
-  const ConvCase<T> conv = conv_case_tensors<T>(c);
+template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
+  const ConvCase<T> conv = conv_case_tensors<T>(c, p);
   const Image<T> expected = conv2d_blocked(conv.input, conv.weight, conv.bias, conv.geometry);
   OpCounter counter;
   const Image<T> actual =
@@ -34,16 +35,15 @@ template <class T> Outcome verify_typed(const Case& c) {
   return out;
 }
 
-const bool registered = register_proof({
-    "acmix2022.conv_decomposition",
-    "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.1, Eq. (2)-(4)",
-    "A k x k convolution equals k^2 1x1 convolutions (Stage I) followed by shifts with zero fill and a sum "
+const bool registered = register_proof(make_proof<ConvCaseParams>({
+    .id = "acmix2022.conv_decomposition",
+    .paper = "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.1, Eq. (2)-(4)",
+    .statement = "A k x k convolution equals k^2 1x1 convolutions (Stage I) followed by shifts with zero fill and a sum "
     "(Stage II), for any kernel shape, padding, stride and dilation.",
-    conv_case_params(),
-    validate_conv_case,
-    [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
-    nullptr,
-    [] {
+    .params = conv_case_params(),
+    .parse = parse_conv_case,
+    .verify = {verify<float>, verify<double>},
+    .metrics = [] {
       std::vector<MetricSpec> metrics = distance_metrics("the decomposition against the plain-loop convolution");
       metrics.insert(metrics.end(), {
           {.name = "one_by_one_convolutions", .type = "integer", .help = "k1 k2: the Stage I 1x1 convolutions"},
@@ -54,8 +54,8 @@ const bool registered = register_proof({
       });
       return metrics;
     }(),
-    conv_case_tensor_shapes,
-});
+    .expected_tensors = conv_case_tensor_shapes,
+}));
 
 }  // namespace
 }  // namespace attnconv

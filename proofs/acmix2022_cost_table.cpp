@@ -11,9 +11,11 @@
 #include <cmath>
 
 #include "acmix/conv_decomposition.hpp"
-#include "acmix_module_case.hpp"
+#include "acmix2022_case.hpp"
 #include "harness/errors.hpp"
 #include "metrics/compare.hpp"
+#include "proof/common_params.hpp"
+#include "proof/proof_spec.hpp"
 #include "tensor/random.hpp"
 
 namespace attnconv {
@@ -33,8 +35,8 @@ std::int64_t crossover_in_channels(std::int64_t stage1, std::int64_t stage2, std
   return std::int64_t(std::floor(double(stage2) / per_channel)) + 1;
 }
 
-template <class T> Outcome verify_typed(const Case& c) {
-  const AcmixCase<T> ac = acmix_case_tensors<T>(c);
+template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
+  const AcmixCase<T> ac = acmix_case_tensors<T>(c, p);
   const AcmixConfig& cfg = ac.config;
   const std::int64_t c_in = cfg.in_channels, c_out = cfg.out_channels, heads = cfg.heads;
   const std::int64_t k = cfg.kernel_conv, ka = cfg.kernel_att;
@@ -42,7 +44,7 @@ template <class T> Outcome verify_typed(const Case& c) {
   const std::int64_t hw_out = std::int64_t(cfg.output_size(int(ac.input.shape(1)))) * cfg.output_size(int(ac.input.shape(2)));
 
   // Convolution k x k, padding k // 2, stride s, run as its decomposition.
-  const Random random(std::uint64_t(c.params.at("seed").get<long long>()));
+  const Random random(p.seed);
   const Kernel<T> conv_weight = random.stream(purpose_id("conv_weight"))
                                     .uniform_tensor<T, 4>({std::size_t(c_out), std::size_t(c_in), std::size_t(k), std::size_t(k)});
   ConvGeometry geometry;
@@ -145,33 +147,27 @@ template <class T> Outcome verify_typed(const Case& c) {
   return out;
 }
 
-void validate(const Case& c) {
+AcmixParams parse(const Case& c) {
   if (!c.weights.empty())
     throw InputError(c.file + ": case '" + c.name + "': key 'weights': acmix2022.cost_table counts operations and "
                      "draws its tensors from the seed; it loads no weights");
-  validate_acmix_case(c);
+  return parse_acmix_case(c);
 }
 
-const bool registered = register_proof({
-    "acmix2022.cost_table",
-    "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.4, Table 1",
-    "Parameters and multiply-adds of Stage I and Stage II for a convolution, a self-attention layer and ACmix, "
+const bool registered = register_proof(make_proof<AcmixParams>({
+    .id = "acmix2022.cost_table",
+    .paper = "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.4, Table 1",
+    .statement = "Parameters and multiply-adds of Stage I and Stage II for a convolution, a self-attention layer and ACmix, "
     "counted from the operations run, beside the paper's formulas; Stage I dominates (quadratic in channels).",
-    {
-        {"image", ParamKind::int_pair, nullptr, "image size [H, W]", 1},
-        {"in_channels", ParamKind::integer, nullptr, "C_in", 1},
-        {"out_channels", ParamKind::integer, nullptr, "C_out (divisible by heads)", 1},
-        {"heads", ParamKind::integer, 4, "N", 1},
-        {"kernel_att", ParamKind::integer, 3, "attention window (odd)", 1},
-        {"kernel_conv", ParamKind::integer, 3, "k of the convolution and of ACmix's convolution path (odd)", 1},
-        {"stride", ParamKind::integer, 1, "", 1},
-        {"dtype", ParamKind::string, "float64", "", std::nullopt, false, {"float32", "float64"}},
-        {"seed", ParamKind::integer, 0, "", 0},
-    },
-    validate,
-    [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
-    nullptr,
-    [] {
+    .params = [] {
+      std::vector<ParamSpec> params = acmix_case_params(
+          3, "k of the convolution and of ACmix's convolution path (odd)", stride_param(ParamKind::integer));
+      params.insert(params.end(), {dtype_param(), seed_param("")});
+      return params;
+    }(),
+    .parse = parse,
+    .verify = {verify<float>, verify<double>},
+    .metrics = [] {
       std::vector<MetricSpec> metrics = distance_metrics("the counted table entries against the paper's formulas");
       metrics.insert(metrics.end(), {
           {.name = "table", .type = "object", .help = "per method and stage: measured and paper counts"},
@@ -183,8 +179,8 @@ const bool registered = register_proof({
       });
       return metrics;
     }(),
-    acmix_case_tensor_shapes,
-});
+    .expected_tensors = acmix_case_tensor_shapes,
+}));
 
 }  // namespace
 }  // namespace attnconv

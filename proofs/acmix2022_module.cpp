@@ -15,17 +15,19 @@
 #include <xtensor/xview.hpp>
 
 #include "acmix/equivalent_kernel.hpp"
-#include "acmix_module_case.hpp"
+#include "acmix2022_case.hpp"
 #include "acmix/state_dict.hpp"
 #include "harness/short_number.hpp"
 #include "acmix/window_attention_loop.hpp"
 #include "metrics/compare.hpp"
+#include "proof/common_params.hpp"
+#include "proof/proof_spec.hpp"
 
 namespace attnconv {
 namespace {
 
-template <class T> Outcome verify_typed(const Case& c) {
-  const AcmixCase<T> ac = acmix_case_tensors<T>(c);
+template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
+  const AcmixCase<T> ac = acmix_case_tensors<T>(c, p);
   const AcmixConfig& config = ac.config;
   const AcmixWeights<T>& w = ac.weights;
   OpCounter counter;
@@ -87,7 +89,7 @@ template <class T> Outcome verify_typed(const Case& c) {
                  {"head_dim", config.head_dim()},
                  {"output_shape", {expected.shape(0), expected.shape(1), expected.shape(2)}},
                  {"multiply_adds", counter.multiply_adds}};
-  const double tol = c.params.at("dtype") == "float32" ? 1e-4 : 1e-12;
+  const double tol = p.dtype == Dtype::float32 ? 1e-4 : 1e-12;
   out.default_tolerance = {{"rel_l2", tol}, {"attention_rel_l2", tol}, {"output_rel_l2", tol},
                            {"plain_conv_interior_rel_l2", tol}};
 
@@ -133,34 +135,32 @@ template <class T> Outcome verify_typed(const Case& c) {
   return out;
 }
 
-const bool registered = register_proof({
-    "acmix2022.module",
-    "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.3 (ACmix), with the "
+const bool registered = register_proof(make_proof<AcmixParams>({
+    .id = "acmix2022.module",
+    .paper = "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.3 (ACmix), with the "
     "public reference code's conventions",
-    "ACmix shares three 1x1 projections between a window self-attention path and a convolution path (fc + "
+    .statement = "ACmix shares three 1x1 projections between a window self-attention path and a convolution path (fc + "
     "shift-initialised grouped convolution); out = rate1 * attention + rate2 * convolution. Established here: the "
     "convolution path is a standard k_conv x k_conv convolution of the input with a constant-ones channel appended "
     "(zero-padded), which differs from a plain biased convolution only in the border band of width k_conv // 2.",
-    {
-        {"image", ParamKind::int_pair, nullptr, "image size [H, W]", 1},
-        {"in_channels", ParamKind::integer, nullptr, "C_in", 1},
-        {"out_channels", ParamKind::integer, nullptr, "C_out (divisible by heads)", 1},
-        {"heads", ParamKind::integer, 4, "N", 1},
-        {"kernel_att", ParamKind::integer, 7, "attention window (odd)", 1},
-        {"kernel_conv", ParamKind::integer, 3, "convolution kernel (odd; padding kernel_conv // 2)", 1},
-        {"stride", ParamKind::integer, 1, "output ceil(H/s) x ceil(W/s)", 1},
-        {"dep_init", ParamKind::string, "shift", "dep_conv weights: the reference's shift kernels or random",
-         std::nullopt, false, {"shift", "random"}},
-        {"rates", ParamKind::number_pair, json::array({0.5, 0.5}), "[rate1, rate2]"},
-        {"projection_bias", ParamKind::boolean, true, "conv1..3 biases (false: zero)"},
-        {"dep_conv_bias", ParamKind::boolean, false, "give dep_conv a bias (an extension; the reference has none)"},
-        {"dtype", ParamKind::string, "float64", "", std::nullopt, false, {"float32", "float64"}},
-        {"seed", ParamKind::integer, 0, "seed of the input and parameters", 0},
-    },
-    validate_acmix_case,
-    [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
-    nullptr,
-    [] {
+    .params = [] {
+      std::vector<ParamSpec> params = acmix_case_params(7, "convolution kernel (odd; padding kernel_conv // 2)",
+                                                        stride_param(ParamKind::integer, "output ceil(H/s) x ceil(W/s)"));
+      params.insert(params.end(), {
+          {.name = "dep_init", .kind = ParamKind::string, .default_value = "shift",
+           .help = "dep_conv weights: the reference's shift kernels or random", .choices = {"shift", "random"}},
+          {.name = "rates", .kind = ParamKind::number_pair, .default_value = json::array({0.5, 0.5}), .help = "[rate1, rate2]"},
+          {.name = "projection_bias", .kind = ParamKind::boolean, .default_value = true, .help = "conv1..3 biases (false: zero)"},
+          {.name = "dep_conv_bias", .kind = ParamKind::boolean, .default_value = false,
+           .help = "give dep_conv a bias (an extension; the reference has none)"},
+          dtype_param(),
+          seed_param("seed of the input and parameters"),
+      });
+      return params;
+    }(),
+    .parse = parse_acmix_case,
+    .verify = {verify<float>, verify<double>},
+    .metrics = [] {
       std::vector<MetricSpec> metrics =
           distance_metrics("the convolution path against the standard convolution of [x; 1]");
       metrics.insert(metrics.end(), {
@@ -189,8 +189,8 @@ const bool registered = register_proof({
       });
       return metrics;
     }(),
-    acmix_case_tensor_shapes,
-});
+    .expected_tensors = acmix_case_tensor_shapes,
+}));
 
 }  // namespace
 }  // namespace attnconv

@@ -5,18 +5,19 @@
 // equal the convolution.
 #include <algorithm>
 
-#include "acmix_conv_case.hpp"
 #include "acmix/conv_decomposition.hpp"
 #include "acmix/pointwise.hpp"
 #include "acmix/shift.hpp"
 #include "metrics/compare.hpp"
+#include "proof/conv_case.hpp"
+#include "proof/proof_spec.hpp"
 #include <xtensor/xview.hpp>
 
 namespace attnconv {
 namespace {
 
-template <class T> Outcome verify_typed(const Case& c) {
-  const ConvCase<T> conv = conv_case_tensors<T>(c);
+template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
+  const ConvCase<T> conv = conv_case_tensors<T>(c, p);
   const Image<T> expected = conv2d_blocked(conv.input, conv.weight, conv.bias, conv.geometry);
   OpCounter counter, tensor_counter;
   const Image<T> actual =
@@ -52,7 +53,7 @@ template <class T> Outcome verify_typed(const Case& c) {
                  {"depthwise_vs_tensor_shift_max_abs", compare(actual, tensor_shifted).max_abs},
                  {"depthwise_shift_multiply_adds", counter.total("stage2.depthwise_shift")},
                  {"output_shape", {expected.shape(0), expected.shape(1), expected.shape(2)}}};
-  json tolerance = c.params.at("dtype") == "float32" ? json{{"rel_l2", 1e-4}} : json{{"rel_l2", 1e-10}};
+  json tolerance = p.dtype == Dtype::float32 ? json{{"rel_l2", 1e-4}} : json{{"rel_l2", 1e-10}};
   tolerance["shift_max_abs"] = 0.0;  // a one-hot product is exact
   out.default_tolerance = tolerance;
   out.message = "shift_max_abs compares the k1*k2 one-hot depthwise shifts with the tensor shifts";
@@ -62,16 +63,15 @@ template <class T> Outcome verify_typed(const Case& c) {
   return out;
 }
 
-const bool registered = register_proof({
-    "acmix2022.shift_as_depthwise",
-    "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.4 (improved shift)",
-    "A shift of the convolution decomposition is a depthwise convolution with a one-hot kernel: it equals the "
+const bool registered = register_proof(make_proof<ConvCaseParams>({
+    .id = "acmix2022.shift_as_depthwise",
+    .paper = "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.4 (improved shift)",
+    .statement = "A shift of the convolution decomposition is a depthwise convolution with a one-hot kernel: it equals the "
     "tensor shift, and the decomposition built on it equals the convolution.",
-    conv_case_params(),
-    validate_conv_case,
-    [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
-    nullptr,
-    [] {
+    .params = conv_case_params(),
+    .parse = parse_conv_case,
+    .verify = {verify<float>, verify<double>},
+    .metrics = [] {
       std::vector<MetricSpec> metrics =
           distance_metrics("the decomposition with depthwise shifts against the plain-loop convolution");
       metrics.insert(metrics.end(), {
@@ -84,8 +84,8 @@ const bool registered = register_proof({
       });
       return metrics;
     }(),
-    conv_case_tensor_shapes,
-});
+    .expected_tensors = conv_case_tensor_shapes,
+}));
 
 }  // namespace
 }  // namespace attnconv

@@ -11,17 +11,20 @@
 
 #include "mhsa/dense_engine.hpp"
 #include "metrics/compare.hpp"
+#include "proof/case_tensors.hpp"
+#include "proof/common_params.hpp"
+#include "proof/proof_spec.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
 namespace {
 
-ConvGeometry same_geometry(const Case& c) {
-  ConvGeometry g;
-  g.dilation = get_int_pair(c.params, "dilation");
-  g.padding = same_padding(get_int_pair(c.params, "kernel"), g.dilation);
-  return g;
-}
+struct PaddingRemarkParams {
+  ConvShape shape;
+  ConvGeometry geometry;  // "same" zero padding, stride 1, the case's dilation
+  Theorem1Shared shared;
+  Dtype dtype = Dtype::float64;
+};
 
 // Band widths [top, bottom, left, right] that the construction predicts.
 std::array<int, 4> expected_band(std::array<int, 2> kernel, std::array<int, 2> dilation) {
@@ -30,10 +33,15 @@ std::array<int, 4> expected_band(std::array<int, 2> kernel, std::array<int, 2> d
           (kernel[1] - 1 - c[1]) * dilation[1]};
 }
 
-void validate(const Case& c) {
-  const auto kernel = get_int_pair(c.params, "kernel"), dilation = get_int_pair(c.params, "dilation");
-  const auto image = get_int_pair(c.params, "image");
-  const ConvGeometry g = same_geometry(c);
+PaddingRemarkParams parse(const Case& c) {
+  PaddingRemarkParams p;
+  p.shape = case_conv_shape(c);
+  p.geometry.dilation = get_int_pair(c.params, "dilation");
+  p.geometry.padding = same_padding(p.shape.kernel, p.geometry.dilation);
+  p.shared = parse_theorem1_shared(c);
+  p.dtype = p.shared.dtype;
+  const auto &image = p.shape.image, &kernel = p.shape.kernel, &dilation = p.geometry.dilation;
+  const ConvGeometry& g = p.geometry;
   const auto band = expected_band(kernel, dilation);
   if (g.padding.top != band[0] || g.padding.left != band[2])
     throw ParamError("dilation", "for this even kernel and dilation PyTorch's \"same\" puts " +
@@ -47,22 +55,24 @@ void validate(const Case& c) {
       throw ParamError("image", "the image must be at least the receptive field " +
                                     std::to_string(dilation[axis] * (kernel[axis] - 1) + 1) +
                                     " along axis " + std::to_string(axis) + " to have an interior");
+  return p;
 }
 
-template <class T> Outcome verify_typed(const Case& c) {
-  const auto image = get_int_pair(c.params, "image"), kernel = get_int_pair(c.params, "kernel");
-  const std::size_t c_in = std::size_t(get_int(c.params, "in_channels")), c_out = std::size_t(get_int(c.params, "out_channels"));
+template <class T> Outcome verify(const Case& c, const PaddingRemarkParams& p) {
+  const auto &image = p.shape.image, &kernel = p.shape.kernel;
+  const std::size_t c_in = p.shape.in_channels, c_out = p.shape.out_channels;
   const std::size_t height = std::size_t(image[0]), width = std::size_t(image[1]);
-  const ConvGeometry g = same_geometry(c);
+  const ConvGeometry& g = p.geometry;
 
-  const Image<T> x = case_tensor<T, 3>(c, "input", {c_in, height, width});
-  const Kernel<T> w = case_tensor<T, 4>(c, "conv_weight", {c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])});
-  const std::optional<Vector<T>> b = case_bias<T>(c, c_out);
+  const CaseTensors tensors(c, p.shared.seed);
+  const Image<T> x = tensors.get<T, 3>("input", {c_in, height, width});
+  const Kernel<T> w = tensors.get<T, 4>("conv_weight", {c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])});
+  const std::optional<Vector<T>> b = tensors.conv_bias<T>(p.shared.bias, c_out);
 
   Theorem1Options options;
   options.heads = kernel[0] * kernel[1];
   options.head_dim = int(c_out);
-  options.alpha = get_number(c.params, "alpha");
+  options.alpha = p.shared.alpha;
   options.dilation = g.dilation;
 
   // The one place this proof chooses its MHSA engine.
@@ -133,7 +143,7 @@ template <class T> Outcome verify_typed(const Case& c) {
                  {"bound", threshold},
                  {"padded_bound", padded_bound},
                  {"alpha", options.alpha},
-                 {"engine", c.params.at("engine")}};
+                 {"engine", p.shared.engine}};
   out.default_tolerance = {{"interior_max_abs", threshold}, {"band_error", 0}, {"padded_max_abs", padded_bound}};
   out.roundoff_tolerance = {{"interior_max_abs", threshold_bound.roundoff(options.alpha)},
                             {"band_error", 0},
@@ -146,23 +156,23 @@ template <class T> Outcome verify_typed(const Case& c) {
   return out;
 }
 
-const bool registered = register_proof({
-    "cordonnier2020.padding_remark",
-    cordonnier2020("remark on padding after Theorem 1"),
-    "Without padding, the MHSA layer of Theorem 1's construction keeps the image size and equals the zero-padded "
+const bool registered = register_proof(make_proof<PaddingRemarkParams>({
+    .id = "cordonnier2020.padding_remark",
+    .paper = cordonnier2020("remark on padding after Theorem 1"),
+    .statement = "Without padding, the MHSA layer of Theorem 1's construction keeps the image size and equals the zero-padded "
     "\"same\" convolution in the interior; it differs in a border band of width floor(K/2) (the kernel's reach on "
     "each side); padding the image before attending removes the difference.",
-    theorem1_params({
-        {"image", ParamKind::int_pair, nullptr, "image size [H, W]", 1},
-        {"kernel", ParamKind::int_pair, nullptr, "kernel size [K1, K2]; heads = K1*K2, head_dim = out_channels", 1},
-        {"in_channels", ParamKind::integer, nullptr, "D_in", 1},
-        {"out_channels", ParamKind::integer, nullptr, "D_out", 1},
-        {"dilation", ParamKind::int_pair, 1, "", 1},
-    }, {"engine", ParamKind::string, "dense", "MHSA engine", std::nullopt, false, {"dense"}}),
-    validate,
-    [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
-    nullptr,
-    [] {
+    .params = theorem1_params({
+        image_param(),
+        kernel_param("kernel size [K1, K2]; heads = K1*K2, head_dim = out_channels"),
+        {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
+        {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},
+        dilation_param(),
+    }, {.name = "engine", .kind = ParamKind::string, .default_value = "dense", .help = "MHSA engine",
+        .choices = {"dense"}}),
+    .parse = parse,
+    .verify = {verify<float>, verify<double>},
+    .metrics = [] {
       std::vector<MetricSpec> metrics =
           distance_metrics("the unpadded MHSA against the zero-padded \"same\" convolution, border band included");
       metrics.insert(metrics.end(), {
@@ -187,7 +197,7 @@ const bool registered = register_proof({
       });
       return metrics;
     }(),
-});
+}));
 
 }  // namespace
 }  // namespace attnconv

@@ -8,39 +8,50 @@
 // "Padding, stride, dilation"). The encoding is the theorem's quadratic one
 // (D_p = 3) or the paper's generalised quadratic encoding with a full precision
 // per head (D_p = 5).
+#include "harness/resources.hpp"
+#include "harness/short_number.hpp"
+#include "mhsa/attention_row.hpp"
 #include "mhsa/engine.hpp"
+#include "proof/case_tensors.hpp"
+#include "proof/common_params.hpp"
+#include "proof/proof_spec.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
 namespace {
 
-ConvGeometry geometry_of(const Case& c) {
-  const auto kernel = get_int_pair(c.params, "kernel");
-  ConvGeometry g;
-  g.dilation = get_int_pair(c.params, "dilation");
-  g.stride = get_int_pair(c.params, "stride");
-  g.padding = resolve_padding(c.params.at("padding"), kernel, g.dilation);
-  g.padding_mode = padding_mode_from_string(c.params.at("padding_mode"));
-  return g;
-}
+struct Theorem1Params {
+  ConvShape shape;
+  ConvGeometry geometry;
+  Theorem1Options options;  // heads, head_dim, alpha, dilation, encoding and its precisions
+  Theorem1Shared shared;
+  Dtype dtype = Dtype::float64;
+};
 
-void validate(const Case& c) {
-  const auto kernel = get_int_pair(c.params, "kernel");
-  const ConvGeometry g = geometry_of(c);
-  if (c.params["padding"] == "same" && g.stride != std::array<int, 2>{1, 1})
-    throw ParamError("padding", "\"same\" padding needs stride 1 (as in PyTorch)");
-  check_geometry(g, get_int_pair(c.params, "image"), kernel, "kernel");
-  check_hypotheses(c, kernel[0] * kernel[1]);
+Theorem1Params parse(const Case& c) {
+  Theorem1Params p;
+  p.shape = case_conv_shape(c);
+  p.geometry = case_geometry(c);
+  p.shared = parse_theorem1_shared(c);
+  p.dtype = p.shared.dtype;
+  p.options.heads = get_int(c.params, "heads");
+  p.options.head_dim = get_int(c.params, "head_dim");
+  p.options.alpha = p.shared.alpha;
+  p.options.dilation = p.geometry.dilation;
+  p.options.encoding = encoding_from_string(c.params.at("encoding"));
+  check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
+  check_hypotheses(c, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.out_channels));
+  if (p.options.encoding == Encoding::quadratic_general)
+    p.options.precision = random_precisions(p.shared.seed, p.options.heads);
+  return p;
 }
 
 // The tensors a case may load instead of drawing them from the seed.
-std::map<std::string, std::vector<std::size_t>> expected_tensors(const Case& c) {
-  const auto image = get_int_pair(c.params, "image"), kernel = get_int_pair(c.params, "kernel");
-  const std::size_t c_in = std::size_t(get_int(c.params, "in_channels")), c_out = std::size_t(get_int(c.params, "out_channels"));
-  std::map<std::string, std::vector<std::size_t>> out{
-      {"input", {c_in, std::size_t(image[0]), std::size_t(image[1])}},
-      {"conv_weight", {c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])}}};
-  if (c.params.at("bias").get<bool>()) out["conv_bias"] = {c_out};
+TensorShapes expected_tensors(const Theorem1Params& p) {
+  const auto x = p.shape.input();
+  const auto w = p.shape.weight();
+  TensorShapes out{{"input", {x.begin(), x.end()}}, {"conv_weight", {w.begin(), w.end()}}};
+  if (p.shared.bias) out["conv_bias"] = {p.shape.out_channels};
   return out;
 }
 
@@ -50,12 +61,13 @@ std::map<std::string, std::vector<std::size_t>> expected_tensors(const Case& c) 
 // bound's float64 copies of the tokens and its products, and the copies handed
 // to the report; plus the process itself (program, libraries, OpenBLAS
 // buffers, 16 MiB). Within a factor 2 of the measured peak RSS (README, "Performance").
-double memory_estimate(const Case& c) {
-  const auto image = get_int_pair(c.params, "image"), kernel = get_int_pair(c.params, "kernel");
-  const ConvGeometry g = geometry_of(c);
-  const double s = c.params.at("dtype") == "float32" ? 4 : 8;
-  const double c_in = get_int(c.params, "in_channels"), c_out = get_int(c.params, "out_channels");
-  const double heads = get_int(c.params, "heads"), d_h = get_int(c.params, "head_dim");
+double memory_estimate(const Theorem1Params& p) {
+  const auto& image = p.shape.image;
+  const auto& kernel = p.shape.kernel;
+  const ConvGeometry& g = p.geometry;
+  const double s = double(dtype_bytes(p.dtype));
+  const double c_in = double(p.shape.in_channels), c_out = double(p.shape.out_channels);
+  const double heads = p.options.heads, d_h = p.options.head_dim;
   const std::size_t hp = std::size_t(image[0] + g.padding.top + g.padding.bottom);
   const std::size_t wp = std::size_t(image[1] + g.padding.left + g.padding.right);
   const double n = double(hp) * double(wp), pixels = double(image[0]) * image[1];
@@ -66,7 +78,7 @@ double memory_estimate(const Case& c) {
   const double inputs = s * (c_in * pixels + c_out * c_in * kernel[0] * kernel[1] + c_out * out_pixels + 2 * c_in * n) + layer;
   // The Theorem 1 layer has no content terms: auto runs the separable engine.
   // Its D_k = D_p, counted as the widest encoding's (quadratic_general, 5).
-  const Engine engine = c.params.at("engine") == "dense" ? Engine::dense : Engine::separable;
+  const Engine engine = p.shared.engine == "dense" ? Engine::dense : Engine::separable;
   const std::size_t d_k = std::size_t(encoding_dim(Encoding::quadratic_general));
   const double during_mhsa = inputs + engine_memory_bytes(engine, hp, wp, std::size_t(c_in), d_k, std::size_t(d_h),
                                                           std::size_t(c_out), std::size_t(s));
@@ -76,72 +88,124 @@ double memory_estimate(const Case& c) {
   return process + std::max(during_mhsa, at_end);
 }
 
-template <class T> Outcome verify_typed(const Case& c) {
-  const auto image = get_int_pair(c.params, "image"), kernel = get_int_pair(c.params, "kernel");
-  const std::size_t c_in = std::size_t(get_int(c.params, "in_channels")), c_out = std::size_t(get_int(c.params, "out_channels"));
-  const ConvGeometry g = geometry_of(c);
-
-  const Image<T> x = case_tensor<T, 3>(c, "input", {c_in, std::size_t(image[0]), std::size_t(image[1])});
-  const Kernel<T> w = case_tensor<T, 4>(c, "conv_weight", {c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])});
-  const std::optional<Vector<T>> b = case_bias<T>(c, c_out);
-
-  Theorem1Options options;
-  options.heads = get_int(c.params, "heads");
-  options.head_dim = get_int(c.params, "head_dim");
-  options.alpha = get_number(c.params, "alpha");
-  options.dilation = g.dilation;
-  options.encoding = encoding_from_string(c.params.at("encoding"));
-  if (options.encoding == Encoding::quadratic_general)
-    options.precision = random_precisions(std::uint64_t(c.params.at("seed").get<long long>()), options.heads);
+template <class T> Outcome verify(const Case& c, const Theorem1Params& p) {
+  const CaseTensors tensors(c, p.shared.seed);
+  const Image<T> x = tensors.get<T, 3>("input", p.shape.input());
+  const Kernel<T> w = tensors.get<T, 4>("conv_weight", p.shape.weight());
+  const std::optional<Vector<T>> b = tensors.conv_bias<T>(p.shared.bias, p.shape.out_channels);
 
   // The one place this proof chooses its MHSA engine (mhsa/engine.hpp: auto runs
   // the exact separable engine on this layer, which has no content terms).
   EngineResult<T> ran{};
   const MhsaEngine<T> engine = [&](const MhsaLayer<T>& layer, const Matrix<T>& tokens, std::size_t h, std::size_t w_) {
-    ran = run_mhsa(engine_from_string(c.params.at("engine")), layer, tokens, h, w_);
+    ran = run_mhsa(engine_from_string(p.shared.engine), layer, tokens, h, w_);
     return ran.y;
   };
-  const Theorem1Check<T> check = check_theorem1(x, w, b, g, options, engine);
+  const Theorem1Check<T> check = check_theorem1(x, w, b, p.geometry, p.options, engine);
 
-  Outcome out = construction_outcome(c, check, w, options, to_string(ran.ran));
+  Outcome out = construction_outcome(c, check, w, p.options, to_string(ran.ran));
   out.metrics["flops"] = ran.flops;
   out.metrics["flops_skipped"] = ran.flops_skipped;
-  out.metrics["memory_estimate_bytes"] = memory_estimate(c);
-  out.metrics["padding_resolved"] = {g.padding.top, g.padding.bottom, g.padding.left, g.padding.right};
+  out.metrics["memory_estimate_bytes"] = memory_estimate(p);
+  const Padding& pad = p.geometry.padding;
+  out.metrics["padding_resolved"] = {pad.top, pad.bottom, pad.left, pad.right};
   out.metrics["output_shape"] = {check.expected.shape(0), check.expected.shape(1), check.expected.shape(2)};
   out.tensors = conv_tensors<T>(x, check.expected, check.actual, w, b);
   return out;
 }
 
-const bool registered = register_proof({
-    "cordonnier2020.theorem1",
-    cordonnier2020("Theorem 1"),
-    "A multi-head self-attention layer with N_h heads of dimension D_h, output dimension D_out and a relative "
+// The attention probabilities of each head of the layer this proof checks,
+// for one query: the centre output pixel, at its padded coordinates
+// (i s1 + c1 d1, j s2 + c2 d2). Under the construction W_qry = W_key = 0 and
+// u = 0, so they depend on positions only; the weights are the case's own.
+template <class T> FigureData attention_figure(const Case& c, const Theorem1Params& p) {
+  const ConvGeometry& g = p.geometry;
+  const auto& image = p.shape.image;
+  const auto& kernel = p.shape.kernel;
+  // The padded image, its tokens and one attention row per head, before allocating any of them.
+  const double padded_pixels = (double(image[0]) + g.padding.top + g.padding.bottom) *
+                               (double(image[1]) + g.padding.left + g.padding.right);
+  const double bytes = padded_pixels * double(3 * p.shape.in_channels + std::size_t(p.options.heads)) * sizeof(T);
+  if (bytes > default_max_memory())
+    throw std::runtime_error("its padded image of " + short_number(padded_pixels) + " pixels needs " +
+                             format_bytes(bytes) + ", more than half the physical memory");
+
+  const CaseTensors tensors(c, p.shared.seed);
+  const Image<T> x = tensors.get<T, 3>("input", p.shape.input());
+  const Kernel<T> w = tensors.get<T, 4>("conv_weight", p.shape.weight());
+  const MhsaLayer<T> layer = theorem1_layer<T>(w, std::nullopt, p.options);
+
+  const Image<T> xpad = pad(x, g.padding, g.padding_mode);
+  const std::size_t hp = xpad.shape(1), wp = xpad.shape(2);
+  const int h_out = conv_output_size(image[0], g.padding.top, g.padding.bottom, kernel[0], g.stride[0], g.dilation[0]);
+  const int w_out = conv_output_size(image[1], g.padding.left, g.padding.right, kernel[1], g.stride[1], g.dilation[1]);
+  const auto centre = kernel_center(kernel);
+  const int qi = (h_out / 2) * g.stride[0] + centre[0] * g.dilation[0];
+  const int qj = (w_out / 2) * g.stride[1] + centre[1] * g.dilation[1];
+  const Matrix<T> probabilities = attention_rows(layer, image_to_tokens(xpad), hp, wp, std::size_t(qi) * wp + std::size_t(qj));
+
+  FigureData f;
+  f.name = "attention-" + c.name;
+  f.layout = kernel;
+  const int panels = std::min<int>(kernel[0] * kernel[1], int(layer.heads.size()));
+  int reach = 1;  // a window around the query wide enough for every head's target
+  for (int h = 0; h < panels; ++h) {
+    const auto shift = target_shift(h / kernel[1], h % kernel[1], kernel, g.dilation);  // the head's Delta
+    reach = std::max({reach, std::abs(shift[0]), std::abs(shift[1])});
+    HeatMap map{.title = "head " + std::to_string(h) + ", Delta (" + std::to_string(shift[0]) + ", " +
+                         std::to_string(shift[1]) + ")",
+                .values = xt::zeros<double>({hp, wp})};
+    for (std::size_t i = 0; i < hp; ++i)
+      for (std::size_t j = 0; j < wp; ++j) map.values(i, j) = double(probabilities(std::size_t(h), i * wp + j));
+    f.panels.push_back(std::move(map));
+  }
+  reach += 2;
+  const int silent = int(layer.heads.size()) - panels;
+  f.title = c.name + ": attention probabilities of each head (alpha = " + short_number(p.options.alpha) +
+            ", " + to_string(p.options.encoding) + ")\nquery pixel (" + std::to_string(qi) + ", " + std::to_string(qj) +
+            ") of the padded " + std::to_string(hp) + "x" + std::to_string(wp) + " image (red box)" +
+            (silent > 0 ? "; " + std::to_string(silent) + " silent heads not drawn" : "");
+  f.marker = std::array<int, 2>{qi, qj};
+  f.window = std::array<int, 4>{std::max(0, qi - reach), std::min(int(hp) - 1, qi + reach), std::max(0, qj - reach),
+                                std::min(int(wp) - 1, qj + reach)};
+  return f;
+}
+
+std::vector<FigureData> figures(const Case& c, const Theorem1Params& p) {
+  return {with_dtype(p.dtype, [&](auto tag) { return attention_figure<decltype(tag)>(c, p); })};
+}
+
+const bool registered = register_proof(make_proof<Theorem1Params>({
+    .id = "cordonnier2020.theorem1",
+    .paper = cordonnier2020("Theorem 1"),
+    .statement = "A multi-head self-attention layer with N_h heads of dimension D_h, output dimension D_out and a relative "
     "positional encoding of dimension D_p >= 3 can express any convolutional layer of kernel size "
     "sqrt(N_h) x sqrt(N_h) and min(D_h, D_out) output channels (with padding, stride and dilation by the paper's "
     "remarks).",
-    theorem1_params({
-        {"image", ParamKind::int_pair, nullptr, "image size [H, W]", 1},
-        {"kernel", ParamKind::int_pair, nullptr, "kernel size [K1, K2]", 1, false, {}, 4096},
-        {"in_channels", ParamKind::integer, nullptr, "D_in", 1},
-        {"out_channels", ParamKind::integer, nullptr, "D_out", 1},
-        {"heads", ParamKind::integer, nullptr, "N_h (>= K1*K2 for the claim)", 1},
-        {"head_dim", ParamKind::integer, nullptr, "D_h (>= out_channels for an exact construction)", 1},
-        {"padding", ParamKind::padding, 0, "int, [ph, pw], [top, bottom, left, right], \"same\" or \"valid\""},
-        {"padding_mode", ParamKind::string, "zeros", "", std::nullopt, false, {"zeros", "reflect", "replicate", "circular"}},
-        {"stride", ParamKind::int_pair, 1, "", 1},
-        {"dilation", ParamKind::int_pair, 1, "", 1, false, {}, 4096},
-        {"encoding", ParamKind::string, "quadratic",
-         "\"quadratic\": r = (|delta|^2, delta1, delta2), D_p = 3 (the theorem); \"quadratic_general\": "
-         "r = (delta1^2, delta2^2, delta1 delta2, delta1, delta2), D_p = 5, precision alpha*A per head with a seeded "
-         "random SPD A of unit smallest eigenvalue",
-         std::nullopt, false, {"quadratic", "quadratic_general"}},
-    }, {"engine", ParamKind::string, "auto", "MHSA engine: dense, separable (exact only without content terms), "
-                   "auto (separable where exact)", std::nullopt, false, {"dense", "separable", "auto"}}),
-    validate,
-    [](const Case& c) { return with_dtype(c, [&](auto tag) { return verify_typed<decltype(tag)>(c); }); },
-    memory_estimate,
-    theorem1_metrics({
+    .params = theorem1_params({
+        image_param(),
+        kernel_param("kernel size [K1, K2]", ParamKind::int_pair, 4096),
+        {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
+        {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},
+        {.name = "heads", .kind = ParamKind::integer, .default_value = nullptr, .help = "N_h (>= K1*K2 for the claim)",
+         .minimum = 1},
+        {.name = "head_dim", .kind = ParamKind::integer, .default_value = nullptr,
+         .help = "D_h (>= out_channels for an exact construction)", .minimum = 1},
+        padding_param(),
+        padding_mode_param(),
+        stride_param(),
+        dilation_param(ParamKind::int_pair, 4096),
+        {.name = "encoding", .kind = ParamKind::string, .default_value = "quadratic",
+         .help = "\"quadratic\": r = (|delta|^2, delta1, delta2), D_p = 3 (the theorem); \"quadratic_general\": "
+                 "r = (delta1^2, delta2^2, delta1 delta2, delta1, delta2), D_p = 5, precision alpha*A per head with a "
+                 "seeded random SPD A of unit smallest eigenvalue",
+         .choices = {"quadratic", "quadratic_general"}},
+    }, {.name = "engine", .kind = ParamKind::string, .default_value = "auto",
+        .help = "MHSA engine: dense, separable (exact only without content terms), auto (separable where exact)",
+        .choices = {"dense", "separable", "auto"}}),
+    .parse = parse,
+    .verify = {verify<float>, verify<double>},
+    .metrics = theorem1_metrics({
         {.name = "flops", .type = "number",
          .help = "floating-point operations of the MHSA engine that ran (dense_flops / separable_flops)"},
         {.name = "flops_skipped", .type = "number",
@@ -151,8 +215,10 @@ const bool registered = register_proof({
         {.name = "padding_resolved", .type = "array", .help = "[top, bottom, left, right]"},
         {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
     }),
-    expected_tensors,
-});
+    .memory_estimate = memory_estimate,
+    .expected_tensors = expected_tensors,
+    .figures = figures,
+}));
 
 }  // namespace
 }  // namespace attnconv

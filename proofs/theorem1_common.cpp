@@ -6,32 +6,42 @@
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 
+#include "harness/npy.hpp"
 #include "harness/short_number.hpp"
 #include "metrics/compare.hpp"
+#include "proof/common_params.hpp"
 
 namespace attnconv {
 
-void check_hypotheses(const Case& c, int kernel_positions) {
+void check_hypotheses(const Case& c, int kernel_positions, const Theorem1Options& options, int out_channels) {
   check_tensor_names(c, {"input", "conv_weight", "conv_bias"});
   if (c.expect != "hold") return;
-  if (get_int(c.params, "heads") < kernel_positions)
+  if (options.heads < kernel_positions)
     throw ParamError("heads", "Theorem 1 needs heads >= the number of kernel positions = " +
                                   std::to_string(kernel_positions) + "; set \"expect\": \"fail\" to check the converse");
-  if (get_int(c.params, "head_dim") < get_int(c.params, "out_channels"))
-    throw ParamError("head_dim", "Theorem 1 needs head_dim >= out_channels = " +
-                                     std::to_string(get_int(c.params, "out_channels")) +
+  if (options.head_dim < out_channels)
+    throw ParamError("head_dim", "Theorem 1 needs head_dim >= out_channels = " + std::to_string(out_channels) +
                                      "; set \"expect\": \"fail\" to check the rank-limited case");
 }
 
 std::vector<ParamSpec> theorem1_params(std::vector<ParamSpec> own, ParamSpec engine) {
   own.insert(own.end(), {
-      {"bias", ParamKind::boolean, true, "whether the convolution has a bias"},
-      {"alpha", ParamKind::number, 60.0, "attention sharpness (> 0)", 0.0, true},
-      {"dtype", ParamKind::string, "float64", "", std::nullopt, false, {"float32", "float64"}},
-      {"seed", ParamKind::integer, 0, "seed of the inputs and weights", 0},
+      bias_param(),
+      {.name = "alpha", .kind = ParamKind::number, .default_value = 60.0, .help = "attention sharpness (> 0)",
+       .minimum = 0.0, .exclusive_minimum = true},
+      dtype_param(),
+      seed_param(),
       std::move(engine),
   });
   return own;
+}
+
+Theorem1Shared parse_theorem1_shared(const Case& c) {
+  return {.bias = c.params.at("bias").get<bool>(),
+          .alpha = get_number(c.params, "alpha"),
+          .dtype = case_dtype(c),
+          .seed = case_seed(c),
+          .engine = c.params.at("engine").get<std::string>()};
 }
 
 std::vector<MetricSpec> theorem1_metrics(std::vector<MetricSpec> own) {

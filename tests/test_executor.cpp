@@ -35,11 +35,12 @@ Outcome sleep_verify(const Case& c) {
 }
 
 const bool registered = [] {
-  const std::vector<ParamSpec> params{{"seconds", ParamKind::number, 0.0, "", 0.0},
-                                      {"value", ParamKind::number, 0.0, ""},
-                                      {"memory", ParamKind::number, 0.0, "bytes", 0.0}};
-  ProofDef sleep{"test.sleep", "test", "sleeps", params, nullptr, sleep_verify,
-                 [](const Case& c) { return c.params.at("memory").get<double>(); }};
+  const std::vector<ParamSpec> params{
+      {.name = "seconds", .kind = ParamKind::number, .default_value = 0.0, .minimum = 0.0},
+      {.name = "value", .kind = ParamKind::number, .default_value = 0.0},
+      {.name = "memory", .kind = ParamKind::number, .default_value = 0.0, .help = "bytes", .minimum = 0.0}};
+  ProofDef sleep{.id = "test.sleep", .paper = "test", .statement = "sleeps", .params = params, .verify = sleep_verify,
+                 .memory_estimate = [](const Case& c) { return c.params.at("memory").get<double>(); }};
   register_proof(sleep);
   ProofDef crash = sleep;
   crash.id = "test.crash";

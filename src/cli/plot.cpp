@@ -13,16 +13,11 @@
 #include <regex>
 #include <sstream>
 
-#include "construction/theorem1.hpp"
 #include "harness/errors.hpp"
 #include "harness/name_filter.hpp"
+#include "harness/proof.hpp"
 #include "harness/short_number.hpp"
-#include "harness/params.hpp"
-#include "harness/resources.hpp"
 #include "harness/sweep_fit.hpp"
-#include "mhsa/attention_row.hpp"
-#include "ops/padding.hpp"
-#include "tensor/random.hpp"
 
 namespace attnconv {
 
@@ -133,84 +128,38 @@ Figure alpha_sweep_figure(const std::string& group, std::vector<const nlohmann::
   return f;
 }
 
-// --- attention heat maps ------------------------------------------------------
+// --- the figures a proof supplies (ProofDef::figures) ------------------------
 
-template <class T> Figure attention_figure(const nlohmann::json& c) {
-  const nlohmann::json& params = c["params"];
-  const auto image = get_int_pair(params, "image"), kernel = get_int_pair(params, "kernel");
-  const auto stride = get_int_pair(params, "stride"), dilation = get_int_pair(params, "dilation");
-  const Padding padding = resolve_padding(params.at("padding"), kernel, dilation);
-  const std::size_t c_in = std::size_t(get_int(params, "in_channels")), c_out = std::size_t(get_int(params, "out_channels"));
-  // The padded image, its tokens and one attention row per head, before allocating any of them.
-  const double padded_pixels = (double(image[0]) + padding.top + padding.bottom) * (double(image[1]) + padding.left + padding.right);
-  const double bytes = padded_pixels * double(3 * c_in + get_int(params, "heads")) * sizeof(T);
-  if (bytes > default_max_memory())
-    throw std::runtime_error("its padded image of " + short_number(padded_pixels) + " pixels needs " + format_bytes(bytes) +
-                             ", more than half the physical memory");
-
-  // The inputs as the proof draws them from the seed. (Under the construction,
-  // W_qry = W_key = 0 and u = 0, so the probabilities depend on positions only.)
-  const Random random(std::uint64_t(params.at("seed").get<long long>()));
-  const Image<T> x = random.stream(purpose_id("input")).uniform_tensor<T, 3>({c_in, std::size_t(image[0]), std::size_t(image[1])});
-  const Kernel<T> w = random.stream(purpose_id("conv_weight"))
-                          .uniform_tensor<T, 4>({c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])});
-  Theorem1Options options;
-  options.heads = get_int(params, "heads");
-  options.head_dim = get_int(params, "head_dim");
-  options.alpha = get_number(params, "alpha");
-  options.dilation = dilation;
-  const MhsaLayer<T> layer = theorem1_layer<T>(w, std::nullopt, options);
-
-  // The query: the centre output pixel, at its padded coordinates (i s1 + c1 d1, j s2 + c2 d2).
-  const PaddingMode mode = padding_mode_from_string(params.at("padding_mode"));
-  const Image<T> xpad = pad(x, padding, mode);
-  const std::size_t hp = xpad.shape(1), wp = xpad.shape(2);
-  const int h_out = conv_output_size(image[0], padding.top, padding.bottom, kernel[0], stride[0], dilation[0]);
-  const int w_out = conv_output_size(image[1], padding.left, padding.right, kernel[1], stride[1], dilation[1]);
-  const auto centre = kernel_center(kernel);
-  const int qi = (h_out / 2) * stride[0] + centre[0] * dilation[0], qj = (w_out / 2) * stride[1] + centre[1] * dilation[1];
-  const Matrix<T> p = attention_rows(layer, image_to_tokens(xpad), hp, wp, std::size_t(qi) * wp + std::size_t(qj));
-
+// A grid of heat maps as gnuplot draws them: one data block per panel.
+Figure heat_map_figure(const FigureData& data) {
   Figure f;
-  f.name = "attention-" + slug(c.value("name", ""));
-  const int panels = std::min<int>(kernel[0] * kernel[1], int(layer.heads.size()));
-  for (int h = 0; h < panels; ++h) {
-    f.data += "# head " + std::to_string(h) + "\n";
-    for (std::size_t i = 0; i < hp; ++i) {
-      for (std::size_t j = 0; j < wp; ++j) f.data += (j ? " " : "") + number(double(p(std::size_t(h), i * wp + j)));
+  f.name = slug(data.name);
+  for (const HeatMap& panel : data.panels) {
+    f.data += "# " + panel.title + "\n";
+    for (std::size_t i = 0; i < panel.values.shape(0); ++i) {
+      for (std::size_t j = 0; j < panel.values.shape(1); ++j) f.data += (j ? " " : "") + number(panel.values(i, j));
       f.data += "\n";
     }
     f.data += "\n\n";
   }
-  const int silent = int(layer.heads.size()) - panels;
-  // Show a window around the query wide enough for every head's target.
-  int reach = 1;
-  for (int h = 0; h < panels; ++h) {
-    const auto shift = target_shift(h / kernel[1], h % kernel[1], kernel, dilation);
-    reach = std::max({reach, std::abs(shift[0]), std::abs(shift[1])});
-  }
-  reach += 2;
-  f.width = std::clamp(kernel[1] * 160, 480, 1400);
-  f.height = std::clamp(kernel[0] * 150 + 90, 300, 1400);
+  const auto [rows, cols] = data.layout;
+  f.width = std::clamp(cols * 160, 480, 1400);
+  f.height = std::clamp(rows * 150 + 90, 300, 1400);
   const double top = 1.0 - 84.0 / f.height;
   std::ostringstream s;
-  s << "set multiplot layout " << kernel[0] << "," << kernel[1] << " margins 0.02,0.98,0.02," << top
-    << " spacing 0.02,0.07 title "
-    << dquoted(c.value("name", "") + ": attention probabilities of each head (alpha = " + short_number(options.alpha) +
-               ")\nquery pixel (" + std::to_string(qi) + ", " + std::to_string(qj) + ") of the padded " +
-               std::to_string(hp) + "x" + std::to_string(wp) + " image (red box)" +
-               (silent > 0 ? "; " + std::to_string(silent) + " silent heads not drawn" : ""))
-    << "\nset size ratio -1\nunset key\nunset xtics\nunset ytics\nset cbrange [0:1]\nunset colorbox\n"
-    << "set palette defined (0 '#ffffff', 0.5 '#6baed6', 1 '#08306b')\n"
-    << "set xrange [" << std::max(0, qj - reach) - 0.5 << ":" << std::min(int(wp) - 1, qj + reach) + 0.5 << "]\n"
-    << "set yrange [" << std::min(int(hp) - 1, qi + reach) + 0.5 << ":" << std::max(0, qi - reach) - 0.5 << "]\n"
-    << "set object 1 rectangle center " << qj << "," << qi << " size 1,1 front fs empty border lc rgb '#d62728' lw 1.5\n";
-  for (int h = 0; h < panels; ++h) {
-    const auto shift = target_shift(h / kernel[1], h % kernel[1], kernel, dilation);
-    s << "set title " << gp_quoted("head " + std::to_string(h) + ", Delta (" + std::to_string(shift[0]) + ", " +
-                                   std::to_string(shift[1]) + ")")
-      << "\nplot datafile index " << h << " matrix with image\n";
-  }
+  s << "set multiplot layout " << rows << "," << cols << " margins 0.02,0.98,0.02," << top
+    << " spacing 0.02,0.07 title " << dquoted(data.title)
+    << "\nset size ratio -1\nunset key\nunset xtics\nunset ytics\nset cbrange [" << number(data.range[0]) << ":"
+    << number(data.range[1]) << "]\nunset colorbox\n"
+    << "set palette defined (0 '#ffffff', 0.5 '#6baed6', 1 '#08306b')\n";
+  if (data.window)
+    s << "set xrange [" << (*data.window)[2] - 0.5 << ":" << (*data.window)[3] + 0.5 << "]\n"
+      << "set yrange [" << (*data.window)[1] + 0.5 << ":" << (*data.window)[0] - 0.5 << "]\n";
+  if (data.marker)
+    s << "set object 1 rectangle center " << (*data.marker)[1] << "," << (*data.marker)[0]
+      << " size 1,1 front fs empty border lc rgb '#d62728' lw 1.5\n";
+  for (std::size_t k = 0; k < data.panels.size(); ++k)
+    s << "set title " << gp_quoted(data.panels[k].title) << "\nplot datafile index " << k << " matrix with image\n";
   s << "unset multiplot\n";
   f.script = s.str();
   return f;
@@ -272,6 +221,18 @@ std::optional<Figure> cost_figure(const nlohmann::json& c) {
   return f;
 }
 
+// A case of a report as its proof reads it: the params as run (defaults
+// filled in); its tensors drawn from the seed.
+Case report_case(const nlohmann::json& c) {
+  Case out;
+  out.name = c.value("name", "");
+  out.base_name = c.value("sweep_group", out.name);
+  out.proof = c.value("proof", "");
+  out.params = c["params"];
+  out.expect = c.value("expect", "hold");
+  return out;
+}
+
 bool selected(const nlohmann::json& c, const PlotOptions& options) {
   return options.filter.empty() || name_matches(options.filter, c.value("name", ""));
 }
@@ -293,13 +254,14 @@ std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOpt
 
   // Alpha sweeps: one figure per sweep group and per value of its other swept keys.
   std::map<std::string, std::vector<const nlohmann::json*>> sweeps;
-  std::map<std::string, const nlohmann::json*> theorem1_groups;
+  std::map<std::string, const nlohmann::json*> figure_groups;  // one case per sweep group
   bool any_cost_case = false;
   for (const auto& c : report["cases"]) {
     if (!selected(c, options) || c.value("status", "") == "error") continue;
     if (const std::string group = alpha_sweep_group(c); !group.empty()) sweeps[group].push_back(&c);
     const std::string proof = c.value("proof", "");
-    if (proof == "cordonnier2020.theorem1") theorem1_groups.try_emplace(c.value("sweep_group", c.value("name", "")), &c);
+    if (const ProofDef* def = find_proof(proof); def && def->figures)
+      figure_groups.try_emplace(c.value("sweep_group", c.value("name", "")), &c);
     if (proof == "acmix2022.cost_table") {
       any_cost_case = true;
       if (auto f = cost_figure(c)) add(*f);
@@ -315,11 +277,11 @@ std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOpt
       if (candidate.value("group", "") == group) fit = candidate;
     add(alpha_sweep_figure(group, cases, fit));
   }
-  for (const auto& [group, c] : theorem1_groups) {
+  for (const auto& [group, c] : figure_groups) {
     try {
-      add((*c)["params"].value("dtype", "float64") == "float32" ? attention_figure<float>(*c) : attention_figure<double>(*c));
-    } catch (const std::exception& e) {  // params not as this version of the proof knows them, or too large
-      std::cerr << "attnconv plot: " << c->value("name", "") << ": no attention figure: " << e.what() << "\n";
+      for (const FigureData& data : find_proof((*c)["proof"])->figures(report_case(*c))) add(heat_map_figure(data));
+    } catch (const std::exception& e) {  // params not as this version of the proof knows them
+      std::cerr << "attnconv plot: " << c->value("name", "") << ": no figure: " << e.what() << "\n";
     }
   }
   if (!any_cost_case) std::cerr << "attnconv plot: no acmix2022.cost_table case in the report: no cost figure\n";

@@ -4,8 +4,10 @@
 // figure can be restyled by editing its .gp and re-running gnuplot):
 // - every alpha sweep: max |MHSA - conv| against alpha on a log scale, with
 //   the bound and the fitted slope d ln(max_abs) / d alpha;
-// - every Theorem 1 sweep group: the attention probabilities of each head for
-//   one query pixel, a K1 x K2 grid of heat maps (recomputed from the params);
+// - every sweep group of a proof that supplies figures (ProofDef::figures):
+//   the proof's heat maps, computed by the proof from the case's params (for
+//   Theorem 1: the attention probabilities of each head of the layer it
+//   checks, for one query pixel, a K1 x K2 grid);
 // - every acmix2022.cost_table case: Stage I / Stage II multiply-adds as bars.
 // Each figure as PNG and SVG.
 #include <string>

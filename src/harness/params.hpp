@@ -25,10 +25,10 @@ enum class ParamKind {
 };
 
 struct ParamSpec {
-  std::string name;
-  ParamKind kind;
-  json default_value;  // null: required
-  std::string help;
+  std::string name = {};
+  ParamKind kind = ParamKind::integer;
+  json default_value = nullptr;  // null: required
+  std::string help = {};
   std::optional<double> minimum = std::nullopt;  // inclusive (integer, number, int_pair)
   bool exclusive_minimum = false;                // minimum is exclusive (alpha > 0)
   std::vector<std::string> choices = {};         // string

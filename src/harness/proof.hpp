@@ -14,6 +14,7 @@
 #include <vector>
 #include <xtensor/xarray.hpp>
 
+#include "harness/figure.hpp"
 #include "harness/params.hpp"
 
 namespace attnconv {
@@ -77,15 +78,20 @@ struct MetricSpec {
   bool nullable = false;  // may be null (besides a non-finite number)
 };
 
+// Tensor name -> shape in PyTorch layout.
+using TensorShapes = std::map<std::string, std::vector<std::size_t>>;
+
+// A registered proof. Declared with proof/proof_spec.hpp's make_proof, which
+// fills validate, verify and the optional hooks from one typed `parse`.
 struct ProofDef {
-  std::string id;
-  std::string paper;
-  std::string statement;
-  std::vector<ParamSpec> params;
+  std::string id = {};
+  std::string paper = {};
+  std::string statement = {};
+  std::vector<ParamSpec> params = {};
   // Checks across parameters (the kernel fits the image, enough heads, ...);
   // throws ParamError naming the key. May be empty.
-  std::function<void(const Case&)> validate;
-  std::function<Outcome(const Case&)> verify;
+  std::function<void(const Case&)> validate = {};
+  std::function<Outcome(const Case&)> verify = {};
   // Bytes the case will need at its peak, for `list` and --max-memory. May be empty.
   std::function<double(const Case&)> memory_estimate = {};
   // Every metric verify() reports (tests/test_metrics_declared.cpp checks them).
@@ -94,7 +100,10 @@ struct ProofDef {
   // PyTorch layout. The loader checks every file against it before anything
   // runs. May be empty: then any name is accepted, with dtype and finiteness
   // checked but not the shape.
-  std::function<std::map<std::string, std::vector<std::size_t>>(const Case&)> expected_tensors = {};
+  std::function<TensorShapes(const Case&)> expected_tensors = {};
+  // The figures `attnconv plot` draws for a case of a report, computed from
+  // the case as verify() computes it. May be empty: no figure.
+  std::function<std::vector<FigureData>(const Case&)> figures = {};
 };
 
 // max_abs and rel_l2, the error metrics every proof reports.
@@ -106,10 +115,5 @@ std::vector<std::string> error_metric_names(const ProofDef& proof);
 bool register_proof(ProofDef proof);  // returns true, for `static const bool registered = ...`
 const ProofDef* find_proof(const std::string& id);
 std::vector<const ProofDef*> all_proofs();  // sorted by id
-
-// Calls fn(float{}) or fn(double{}) as the case's "dtype" says.
-template <class Fn> auto with_dtype(const Case& c, Fn&& fn) {
-  return c.params.at("dtype") == "float32" ? fn(float{}) : fn(double{});
-}
 
 }  // namespace attnconv

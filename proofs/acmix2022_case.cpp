@@ -1,12 +1,15 @@
-#include "acmix_module_case.hpp"
+#include "acmix2022_case.hpp"
 
 #include <map>
 
 #include "acmix/state_dict.hpp"
 #include "harness/errors.hpp"
 #include "harness/npy.hpp"
+#include "proof/common_params.hpp"
 
 namespace attnconv {
+
+namespace {
 
 AcmixConfig acmix_case_config(const Case& c) {
   AcmixConfig config;
@@ -28,9 +31,28 @@ AcmixInit acmix_case_init(const Case& c) {
   return init;
 }
 
-void validate_acmix_case(const Case& c) {
-  const AcmixConfig config = acmix_case_config(c);
-  const auto image = get_int_pair(c.params, "image");
+}  // namespace
+
+std::vector<ParamSpec> acmix_case_params(int kernel_att_default, std::string kernel_conv_help, ParamSpec stride) {
+  return {
+      image_param(),
+      {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_in", .minimum = 1},
+      {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr,
+       .help = "C_out (divisible by heads)", .minimum = 1},
+      {.name = "heads", .kind = ParamKind::integer, .default_value = 4, .help = "N", .minimum = 1},
+      {.name = "kernel_att", .kind = ParamKind::integer, .default_value = kernel_att_default,
+       .help = "attention window (odd)", .minimum = 1},
+      {.name = "kernel_conv", .kind = ParamKind::integer, .default_value = 3, .help = std::move(kernel_conv_help),
+       .minimum = 1},
+      std::move(stride),
+  };
+}
+
+AcmixParams parse_acmix_case(const Case& c) {
+  const AcmixParams p{.config = acmix_case_config(c), .init = acmix_case_init(c),
+                      .image = get_int_pair(c.params, "image"), .dtype = case_dtype(c), .seed = case_seed(c)};
+  const AcmixConfig& config = p.config;
+  const auto& image = p.image;
   if (config.out_channels % config.heads != 0)
     throw ParamError("out_channels", "out_channels " + std::to_string(config.out_channels) +
                                          " is not divisible by heads " + std::to_string(config.heads));
@@ -48,27 +70,25 @@ void validate_acmix_case(const Case& c) {
   for (const auto& entry : acmix_state_dict_entries(config, true)) known.push_back(entry.key);
   check_tensor_names(c, known);
   for (const auto& [key, value] : c.weights.items()) {
-    if (!c.params.value("projection_bias", true) && key.size() > 5 && key.compare(key.size() - 5, 5, ".bias") == 0 &&
+    if (!p.init.projection_bias && key.size() > 5 && key.compare(key.size() - 5, 5, ".bias") == 0 &&
         key.compare(0, 4, "conv") == 0 && key != "conv_p.bias")
       throw ParamError("projection_bias", "weights." + key + " is given but \"projection_bias\" is false");
   }
+  return p;
 }
 
-std::map<std::string, std::vector<std::size_t>> acmix_case_tensor_shapes(const Case& c) {
-  const AcmixConfig config = acmix_case_config(c);
-  const auto image = get_int_pair(c.params, "image");
-  std::map<std::string, std::vector<std::size_t>> out{
-      {"input", {std::size_t(config.in_channels), std::size_t(image[0]), std::size_t(image[1])}}};
-  for (const auto& entry : acmix_state_dict_entries(config, acmix_case_init(c).dep_conv_bias)) out[entry.key] = entry.shape;
+TensorShapes acmix_case_tensor_shapes(const AcmixParams& p) {
+  TensorShapes out{{"input", {std::size_t(p.config.in_channels), std::size_t(p.image[0]), std::size_t(p.image[1])}}};
+  for (const auto& entry : acmix_state_dict_entries(p.config, p.init.dep_conv_bias)) out[entry.key] = entry.shape;
   return out;
 }
 
-template <class T> AcmixCase<T> acmix_case_tensors(const Case& c) {
+template <class T> AcmixCase<T> acmix_case_tensors(const Case& c, const AcmixParams& p) {
   AcmixCase<T> out;
-  out.config = acmix_case_config(c);
-  const AcmixInit init = acmix_case_init(c);
-  const Random random(std::uint64_t(c.params.at("seed").get<long long>()));
-  const auto image = get_int_pair(c.params, "image");
+  out.config = p.config;
+  const AcmixInit& init = p.init;
+  const Random random(p.seed);
+  const auto& image = p.image;
   const std::array<std::size_t, 3> x_shape{std::size_t(out.config.in_channels), std::size_t(image[0]),
                                            std::size_t(image[1])};
   if (has_case_tensor(c, "input")) {
@@ -89,7 +109,7 @@ template <class T> AcmixCase<T> acmix_case_tensors(const Case& c) {
   return out;
 }
 
-template AcmixCase<float> acmix_case_tensors(const Case&);
-template AcmixCase<double> acmix_case_tensors(const Case&);
+template AcmixCase<float> acmix_case_tensors(const Case&, const AcmixParams&);
+template AcmixCase<double> acmix_case_tensors(const Case&, const AcmixParams&);
 
 }  // namespace attnconv

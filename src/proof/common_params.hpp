@@ -1,0 +1,48 @@
+#pragma once
+// The parameters many proofs share, declared once (name, kind, default,
+// bounds) and read back typed. A proof adds its own with designated
+// initializers: ParamSpec{.name = "alpha", .kind = ParamKind::number, ...}.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "harness/proof.hpp"
+#include "ops/conv2d_blocked.hpp"
+#include "proof/dtype.hpp"
+
+namespace attnconv {
+
+ParamSpec dtype_param();                                                   // "float32" | "float64", default float64
+ParamSpec seed_param(std::string help = "seed of the inputs and weights");  // integer >= 0, default 0
+ParamSpec bias_param();                                                    // the convolution's bias, default true
+// The convolution geometry (PyTorch's Conv2d arguments). `kind` is int_pair
+// for 2D, integer for 1D.
+ParamSpec kernel_param(std::string help = "kernel size [K1, K2]", ParamKind kind = ParamKind::int_pair,
+                       std::optional<double> maximum = std::nullopt);
+ParamSpec padding_param(std::string help = "int, [ph, pw], [top, bottom, left, right], \"same\" or \"valid\"");
+ParamSpec padding_mode_param(std::string help = "");
+ParamSpec stride_param(ParamKind kind = ParamKind::int_pair, std::string help = "");
+ParamSpec dilation_param(ParamKind kind = ParamKind::int_pair, std::optional<double> maximum = std::nullopt);
+
+ParamSpec image_param();  // "image": [H, W], required
+
+// The sizes of a 2D convolution case: "image", "kernel", "in_channels", "out_channels".
+struct ConvShape {
+  std::array<int, 2> image{}, kernel{};
+  std::size_t in_channels = 0, out_channels = 0;
+
+  std::array<std::size_t, 3> input() const;   // [C_in, H, W]
+  std::array<std::size_t, 4> weight() const;  // [C_out, C_in, K1, K2]
+};
+
+// Typed reads of the shared parameters of a loaded case.
+Dtype case_dtype(const Case& c);
+std::uint64_t case_seed(const Case& c);
+ConvShape case_conv_shape(const Case& c);
+
+// The 2D geometry of "kernel", "padding", "padding_mode", "stride",
+// "dilation"; "same" padding needs stride 1 (as in PyTorch: ParamError).
+ConvGeometry case_geometry(const Case& c);
+
+}  // namespace attnconv

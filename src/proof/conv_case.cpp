@@ -1,0 +1,70 @@
+#include "proof/conv_case.hpp"
+
+#include "harness/conv_geometry.hpp"
+#include "harness/errors.hpp"
+#include "harness/npy.hpp"
+#include "proof/case_tensors.hpp"
+#include "proof/common_params.hpp"
+
+namespace attnconv {
+
+std::vector<ParamSpec> conv_case_params() {
+  return {
+      image_param(),
+      kernel_param(),
+      {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_in", .minimum = 1},
+      {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_out", .minimum = 1},
+      padding_param(),
+      padding_mode_param("other modes: pad first, then decompose"),
+      stride_param(),
+      dilation_param(),
+      bias_param(),
+      dtype_param(),
+      seed_param("seed of the input and weights"),
+  };
+}
+
+ConvCaseParams parse_conv_case(const Case& c) {
+  ConvCaseParams p;
+  p.shape = case_conv_shape(c);
+  p.geometry = case_geometry(c);
+  p.bias = c.params.at("bias").get<bool>();
+  p.dtype = case_dtype(c);
+  p.seed = case_seed(c);
+  check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
+  check_tensor_names(c, {"input", "conv_weight", "conv_bias"});
+  if (c.weights.contains("conv_bias") && !p.bias)
+    throw ParamError("bias", "weights.conv_bias is given but \"bias\" is false");
+  return p;
+}
+
+TensorShapes conv_case_tensor_shapes(const ConvCaseParams& p) {
+  const auto x = p.shape.input();
+  const auto w = p.shape.weight();
+  TensorShapes out{{"input", {x.begin(), x.end()}}, {"conv_weight", {w.begin(), w.end()}}};
+  if (p.bias) out["conv_bias"] = {p.shape.out_channels};
+  return out;
+}
+
+template <class T> ConvCase<T> conv_case_tensors(const Case& c, const ConvCaseParams& p) {
+  const CaseTensors tensors(c, p.seed);
+  ConvCase<T> conv;
+  conv.input = tensors.get<T, 3>("input", p.shape.input());
+  conv.weight = tensors.get<T, 4>("conv_weight", p.shape.weight());
+  conv.bias = tensors.conv_bias<T>(p.bias, p.shape.out_channels);
+  conv.geometry = p.geometry;
+  return conv;
+}
+
+template <class T> std::vector<NamedTensor> conv_case_dump(const ConvCase<T>& conv) {
+  return {{"input", xt::xarray<T>(conv.input)},
+          {"conv_weight", xt::xarray<T>(conv.weight)},
+          {"conv_bias", xt::xarray<T>(conv.bias ? *conv.bias : Vector<T>(xt::zeros<T>({conv.weight.shape(0)})))}};
+}
+
+template ConvCase<float> conv_case_tensors(const Case&, const ConvCaseParams&);
+template ConvCase<double> conv_case_tensors(const Case&, const ConvCaseParams&);
+template std::vector<NamedTensor> conv_case_dump(const ConvCase<float>&);
+template std::vector<NamedTensor> conv_case_dump(const ConvCase<double>&);
+
+}  // namespace attnconv

@@ -1,0 +1,43 @@
+#pragma once
+// A convolution case (acmix2022.conv_decomposition, acmix2022.shift_as_depthwise):
+// its parameters, parsed and checked once, and its tensors, drawn from the seed
+// (streams "input", "conv_weight", "conv_bias", as for Theorem 1) or loaded
+// from .npy files under the same keys.
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "harness/proof.hpp"
+#include "ops/conv2d_blocked.hpp"
+#include "proof/common_params.hpp"
+
+namespace attnconv {
+
+struct ConvCaseParams {
+  ConvShape shape;
+  ConvGeometry geometry;
+  bool bias = true;
+  Dtype dtype = Dtype::float64;
+  std::uint64_t seed = 0;
+};
+
+std::vector<ParamSpec> conv_case_params();
+// Throws ParamError (the geometry fits the image, "same" with stride 1) or
+// InputError (unknown weights).
+ConvCaseParams parse_conv_case(const Case& c);
+// The tensors a case may load from .npy: input, conv_weight, conv_bias (with bias).
+TensorShapes conv_case_tensor_shapes(const ConvCaseParams& p);
+
+template <class T> struct ConvCase {
+  Image<T> input;
+  Kernel<T> weight;
+  std::optional<Vector<T>> bias;
+  ConvGeometry geometry;
+};
+
+template <class T> ConvCase<T> conv_case_tensors(const Case& c, const ConvCaseParams& p);
+
+// input, conv_weight, conv_bias (zeros without bias), for the tensor dump.
+template <class T> std::vector<NamedTensor> conv_case_dump(const ConvCase<T>& conv);
+
+}  // namespace attnconv
