@@ -101,8 +101,8 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
   // ACmix's Stage I, against the paper's formula.
   double max_abs = 0, diff2 = 0, norm2 = 0;
   const auto check = [&](const json& r) {
-    const double delta = double(r["measured"].get<std::int64_t>() - r["paper"].get<std::int64_t>());
-    max_abs = std::max(max_abs, std::abs(delta)), diff2 += delta * delta;
+    const double difference = double(r["measured"].get<std::int64_t>() - r["paper"].get<std::int64_t>());
+    max_abs = std::max(max_abs, std::abs(difference)), diff2 += difference * difference;
     norm2 += std::pow(double(r["paper"].get<std::int64_t>()), 2);
   };
   for (const char* method : {"convolution", "self_attention"})

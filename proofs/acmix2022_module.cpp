@@ -50,13 +50,13 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
   for (std::size_t o = 0; o < plain_out.shape(0); ++o)
     for (int i = 0; i < int(plain_out.shape(1)); ++i)
       for (int j = 0; j < int(plain_out.shape(2)); ++j) {
-        const double e = double(plain_out(o, i, j)), delta = std::abs(double(module.convolution(o, i, j)) - e);
+        const double e = double(plain_out(o, i, j)), difference = std::abs(double(module.convolution(o, i, j)) - e);
         const bool inside = i >= rows[0] && i <= rows[1] && j >= cols[0] && j <= cols[1];
         if (inside) {
-          interior_max = std::max(interior_max, delta), interior_diff2 += delta * delta, interior_norm2 += e * e;
+          interior_max = std::max(interior_max, difference), interior_diff2 += difference * difference, interior_norm2 += e * e;
           interior_pixels += o == 0;
         } else {
-          border_max = std::max(border_max, delta);
+          border_max = std::max(border_max, difference);
         }
       }
   const double interior_rel = interior_norm2 > 0 ? std::sqrt(interior_diff2 / interior_norm2) : std::sqrt(interior_diff2);
