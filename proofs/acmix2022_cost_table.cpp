@@ -147,6 +147,36 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
   return out;
 }
 
+// The measured count of one stage of one method of the `table` metric.
+double measured(const std::string& method, const json& entry, const char* stage) {
+  if (!entry.is_object() || !entry.contains(stage) || !entry[stage].is_object() ||
+      !entry[stage].contains("measured") || !entry[stage]["measured"].is_number())
+    throw std::runtime_error("its 'table' metric has no measured " + std::string(stage) + " for '" + method + "'");
+  return entry[stage]["measured"].get<double>();
+}
+
+// Table 1 as stacked bars: the Stage I and Stage II multiply-adds of each
+// method, as this case reported them.
+std::vector<FigureData> figures(const Case& c, const AcmixParams&, const json& metrics) {
+  if (!metrics.contains("table") || !metrics["table"].is_object())
+    throw std::runtime_error("no 'table' metric in the report");
+  const json& table = metrics["table"];
+  if (table.empty()) throw std::runtime_error("its 'table' metric lists no method");
+  StackedBars bars{.categories = {},
+                   .series = {"Stage I (1x1 projections)", "Stage II (aggregation)"},
+                   .values = xt::zeros<double>({table.size(), std::size_t(2)}),
+                   .y_label = "multiply-adds"};
+  for (const auto& [method, entry] : table.items()) {
+    const std::size_t i = bars.categories.size();
+    bars.values(i, 0) = measured(method, entry, "stage1_multiply_adds");
+    bars.values(i, 1) = measured(method, entry, "stage2_multiply_adds");
+    bars.categories.push_back(method);
+  }
+  return {{.name = "cost-" + c.name,
+           .title = c.name + ": multiply-adds by stage (ACmix, Pan et al. CVPR 2022)",
+           .content = std::move(bars)}};
+}
+
 AcmixParams parse(const Case& c) {
   if (!c.weights.empty())
     throw InputError(c.file + ": case '" + c.name + "': key 'weights': acmix2022.cost_table counts operations and "
@@ -180,6 +210,8 @@ const bool registered = register_proof(make_proof<AcmixParams>({
       return metrics;
     }(),
     .expected_tensors = acmix_case_tensor_shapes,
+    .figures = figures,
+    .figures_per_case = true,
 }));
 
 }  // namespace

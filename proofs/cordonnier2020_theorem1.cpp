@@ -144,9 +144,8 @@ template <class T> FigureData attention_figure(const Case& c, const Theorem1Para
   const int qj = (w_out / 2) * g.stride[1] + centre[1] * g.dilation[1];
   const Matrix<T> probabilities = attention_rows(layer, image_to_tokens(xpad), hp, wp, std::size_t(qi) * wp + std::size_t(qj));
 
-  FigureData f;
-  f.name = "attention-" + c.name;
-  f.layout = kernel;
+  HeatMapGrid grid;
+  grid.layout = kernel;
   const int panels = std::min<int>(kernel[0] * kernel[1], int(layer.heads.size()));
   int reach = 1;  // a window around the query wide enough for every head's target
   for (int h = 0; h < panels; ++h) {
@@ -157,21 +156,22 @@ template <class T> FigureData attention_figure(const Case& c, const Theorem1Para
                 .values = xt::zeros<double>({hp, wp})};
     for (std::size_t i = 0; i < hp; ++i)
       for (std::size_t j = 0; j < wp; ++j) map.values(i, j) = double(probabilities(std::size_t(h), i * wp + j));
-    f.panels.push_back(std::move(map));
+    grid.panels.push_back(std::move(map));
   }
   reach += 2;
   const int silent = int(layer.heads.size()) - panels;
-  f.title = c.name + ": attention probabilities of each head (alpha = " + short_number(p.options.alpha) +
-            ", " + to_string(p.options.encoding) + ")\nquery pixel (" + std::to_string(qi) + ", " + std::to_string(qj) +
-            ") of the padded " + std::to_string(hp) + "x" + std::to_string(wp) + " image (red box)" +
-            (silent > 0 ? "; " + std::to_string(silent) + " silent heads not drawn" : "");
-  f.marker = std::array<int, 2>{qi, qj};
-  f.window = std::array<int, 4>{std::max(0, qi - reach), std::min(int(hp) - 1, qi + reach), std::max(0, qj - reach),
-                                std::min(int(wp) - 1, qj + reach)};
-  return f;
+  const std::string title =
+      c.name + ": attention probabilities of each head (alpha = " + short_number(p.options.alpha) + ", " +
+      to_string(p.options.encoding) + ")\nquery pixel (" + std::to_string(qi) + ", " + std::to_string(qj) +
+      ") of the padded " + std::to_string(hp) + "x" + std::to_string(wp) + " image (red box)" +
+      (silent > 0 ? "; " + std::to_string(silent) + " silent heads not drawn" : "");
+  grid.marker = std::array<int, 2>{qi, qj};
+  grid.window = std::array<int, 4>{std::max(0, qi - reach), std::min(int(hp) - 1, qi + reach),
+                                   std::max(0, qj - reach), std::min(int(wp) - 1, qj + reach)};
+  return {.name = "attention-" + c.name, .title = title, .content = std::move(grid)};
 }
 
-std::vector<FigureData> figures(const Case& c, const Theorem1Params& p) {
+std::vector<FigureData> figures(const Case& c, const Theorem1Params& p, const json& /*metrics*/) {
   return {with_dtype(p.dtype, [&](auto tag) { return attention_figure<decltype(tag)>(c, p); })};
 }
 

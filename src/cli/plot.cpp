@@ -4,14 +4,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <regex>
+#include <set>
 #include <sstream>
+#include <variant>
 
 #include "harness/errors.hpp"
 #include "harness/name_filter.hpp"
@@ -131,10 +133,10 @@ Figure alpha_sweep_figure(const std::string& group, std::vector<const nlohmann::
 // --- the figures a proof supplies (ProofDef::figures) ------------------------
 
 // A grid of heat maps as gnuplot draws them: one data block per panel.
-Figure heat_map_figure(const FigureData& data) {
+Figure draw(const FigureData& data, const HeatMapGrid& grid) {
   Figure f;
   f.name = slug(data.name);
-  for (const HeatMap& panel : data.panels) {
+  for (const HeatMap& panel : grid.panels) {
     f.data += "# " + panel.title + "\n";
     for (std::size_t i = 0; i < panel.values.shape(0); ++i) {
       for (std::size_t j = 0; j < panel.values.shape(1); ++j) f.data += (j ? " " : "") + number(panel.values(i, j));
@@ -142,82 +144,58 @@ Figure heat_map_figure(const FigureData& data) {
     }
     f.data += "\n\n";
   }
-  const auto [rows, cols] = data.layout;
+  const auto [rows, cols] = grid.layout;
   f.width = std::clamp(cols * 160, 480, 1400);
   f.height = std::clamp(rows * 150 + 90, 300, 1400);
   const double top = 1.0 - 84.0 / f.height;
   std::ostringstream s;
   s << "set multiplot layout " << rows << "," << cols << " margins 0.02,0.98,0.02," << top
     << " spacing 0.02,0.07 title " << dquoted(data.title)
-    << "\nset size ratio -1\nunset key\nunset xtics\nunset ytics\nset cbrange [" << number(data.range[0]) << ":"
-    << number(data.range[1]) << "]\nunset colorbox\n"
+    << "\nset size ratio -1\nunset key\nunset xtics\nunset ytics\nset cbrange [" << number(grid.range[0]) << ":"
+    << number(grid.range[1]) << "]\nunset colorbox\n"
     << "set palette defined (0 '#ffffff', 0.5 '#6baed6', 1 '#08306b')\n";
-  if (data.window)
-    s << "set xrange [" << (*data.window)[2] - 0.5 << ":" << (*data.window)[3] + 0.5 << "]\n"
-      << "set yrange [" << (*data.window)[1] + 0.5 << ":" << (*data.window)[0] - 0.5 << "]\n";
-  if (data.marker)
-    s << "set object 1 rectangle center " << (*data.marker)[1] << "," << (*data.marker)[0]
+  if (grid.window)
+    s << "set xrange [" << (*grid.window)[2] - 0.5 << ":" << (*grid.window)[3] + 0.5 << "]\n"
+      << "set yrange [" << (*grid.window)[1] + 0.5 << ":" << (*grid.window)[0] - 0.5 << "]\n";
+  if (grid.marker)
+    s << "set object 1 rectangle center " << (*grid.marker)[1] << "," << (*grid.marker)[0]
       << " size 1,1 front fs empty border lc rgb '#d62728' lw 1.5\n";
-  for (std::size_t k = 0; k < data.panels.size(); ++k)
-    s << "set title " << gp_quoted(data.panels[k].title) << "\nplot datafile index " << k << " matrix with image\n";
+  for (std::size_t k = 0; k < grid.panels.size(); ++k)
+    s << "set title " << gp_quoted(grid.panels[k].title) << "\nplot datafile index " << k << " matrix with image\n";
   s << "unset multiplot\n";
   f.script = s.str();
   return f;
 }
 
-// --- ACmix cost table ---------------------------------------------------------
-
-// The count a cost entry gives: a number, or {"measured": n, ...} (else "paper").
-std::optional<double> cost_value(const nlohmann::json& entry) {
-  if (entry.is_number()) return entry.get<double>();
-  if (entry.is_object())
-    for (const char* key : {"measured", "paper", "value"})
-      if (entry.contains(key) && entry[key].is_number()) return entry[key].get<double>();
-  return std::nullopt;
+// A label as one whitespace-free column of a data file.
+std::string column(std::string label) {
+  for (char& ch : label) ch = std::isspace(static_cast<unsigned char>(ch)) || ch == '"' || ch == '\'' ? '_' : ch;
+  return label;
 }
 
-// Stage I / Stage II multiply-adds per layer kind: every object of the metrics
-// with a key "stage1_multiply_adds" / "stage2_multiply_adds" (or stage_i_madds,
-// stage_ii_macs, ...), whose own key names the layer kind, e.g.
-//   {"table": {"convolution": {"stage1_multiply_adds": {"measured": n}, "stage2_multiply_adds": ...}, ...}}
-void collect_stage_costs(const nlohmann::json& node, const std::string& kind,
-                         std::map<std::string, std::array<double, 2>>& costs) {
-  if (!node.is_object()) return;
-  static const std::regex stage_key("^stage[ _-]?(i|1|ii|2)[ _-]?(multiply[ _-]?adds|mult[ _-]?adds|madds|macs|flops)$",
-                                    std::regex::icase);
-  for (const auto& [key, child] : node.items()) {
-    std::smatch match;
-    if (std::regex_match(key, match, stage_key)) {
-      const std::string stage = match[1].str();
-      const std::size_t index = stage == "1" || stage == "i" || stage == "I" ? 0 : 1;
-      if (const auto value = cost_value(child)) {
-        auto [it, inserted] = costs.try_emplace(kind.empty() ? "total" : kind, std::array<double, 2>{0, 0});
-        it->second[index] = *value;
-      }
-    } else {
-      collect_stage_costs(child, key, costs);
-    }
-  }
-}
-
-std::optional<Figure> cost_figure(const nlohmann::json& c) {
-  std::map<std::string, std::array<double, 2>> costs;
-  collect_stage_costs(c.value("metrics", nlohmann::json::object()), "", costs);
-  if (costs.empty()) return std::nullopt;
+// Stacked bars as a gnuplot row-stacked histogram: one row per category, one
+// column per series.
+Figure draw(const FigureData& data, const StackedBars& bars) {
+  static constexpr std::array colours{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
   Figure f;
-  f.name = "cost-" + slug(c.value("name", ""));
-  f.data = "# layer_kind stage_I stage_II\n";
-  for (const auto& [kind, stages] : costs) {
-    std::string label = kind;  // one whitespace-free column
-    for (char& ch : label) ch = std::isspace(static_cast<unsigned char>(ch)) || ch == '"' || ch == '\'' ? '_' : ch;
-    f.data += label + " " + number(stages[0]) + " " + number(stages[1]) + "\n";
+  f.name = slug(data.name);
+  f.data = "# category";
+  for (const std::string& series : bars.series) f.data += " " + column(series);
+  f.data += "\n";
+  for (std::size_t i = 0; i < bars.categories.size(); ++i) {
+    f.data += column(bars.categories[i]);
+    for (std::size_t k = 0; k < bars.series.size(); ++k) f.data += " " + number(bars.values(i, k));
+    f.data += "\n";
   }
-  f.script = "set title " + gp_quoted(c.value("name", "") + ": multiply-adds by stage (ACmix, Pan et al. CVPR 2022)") +
+  f.script = "set title " + dquoted(data.title) +
              "\nset style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
-             "set boxwidth 0.6\nset ylabel 'multiply-adds'\nset grid ytics\nset key below horizontal\nset yrange [0:*]\n"
-             "plot datafile using 2:xtic(1) lc rgb '#1f77b4' title 'Stage I (1x1 projections)', "
-             "'' using 3 lc rgb '#ff7f0e' title 'Stage II (aggregation)'\n";
-  f.width = std::clamp(int(costs.size()) * 140 + 200, 480, 1200);
+             "set boxwidth 0.6\nset ylabel " + gp_quoted(bars.y_label) +
+             "\nset grid ytics\nset key below horizontal\nset yrange [0:*]\nplot ";
+  for (std::size_t k = 0; k < bars.series.size(); ++k)
+    f.script += (k ? ", '' using " + std::to_string(k + 2) : std::string("datafile using 2:xtic(1)")) + " lc rgb '" +
+                colours[k % colours.size()] + "' title " + gp_quoted(bars.series[k]);
+  f.script += "\n";
+  f.width = std::clamp(int(bars.categories.size()) * 140 + 200, 480, 1200);
   return f;
 }
 
@@ -254,19 +232,15 @@ std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOpt
 
   // Alpha sweeps: one figure per sweep group and per value of its other swept keys.
   std::map<std::string, std::vector<const nlohmann::json*>> sweeps;
-  std::map<std::string, const nlohmann::json*> figure_groups;  // one case per sweep group
-  bool any_cost_case = false;
+  std::vector<const nlohmann::json*> figure_cases;  // the cases asked for their proof's figures
+  std::set<std::string> figure_groups;
   for (const auto& c : report["cases"]) {
     if (!selected(c, options) || c.value("status", "") == "error") continue;
     if (const std::string group = alpha_sweep_group(c); !group.empty()) sweeps[group].push_back(&c);
-    const std::string proof = c.value("proof", "");
-    if (const ProofDef* def = find_proof(proof); def && def->figures)
-      figure_groups.try_emplace(c.value("sweep_group", c.value("name", "")), &c);
-    if (proof == "acmix2022.cost_table") {
-      any_cost_case = true;
-      if (auto f = cost_figure(c)) add(*f);
-      else std::cerr << "attnconv plot: " << c.value("name", "") << ": no stage I / stage II metrics found; no cost figure\n";
-    }
+    const ProofDef* def = find_proof(c.value("proof", ""));
+    if (def && def->figures &&
+        (def->figures_per_case || figure_groups.insert(c.value("sweep_group", c.value("name", ""))).second))
+      figure_cases.push_back(&c);
   }
   // The fits of the report (older reports: fitted here, the same way).
   const nlohmann::json fits = report.contains("sweep_fits") ? report["sweep_fits"] : fit_sweeps(report["cases"]);
@@ -277,14 +251,19 @@ std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOpt
       if (candidate.value("group", "") == group) fit = candidate;
     add(alpha_sweep_figure(group, cases, fit));
   }
-  for (const auto& [group, c] : figure_groups) {
+  for (const nlohmann::json* c : figure_cases) {
+    const std::string name = c->value("name", "");
+    std::vector<FigureData> figures;
     try {
-      for (const FigureData& data : find_proof((*c)["proof"])->figures(report_case(*c))) add(heat_map_figure(data));
-    } catch (const std::exception& e) {  // params not as this version of the proof knows them
-      std::cerr << "attnconv plot: " << c->value("name", "") << ": no figure: " << e.what() << "\n";
+      figures = find_proof((*c)["proof"])->figures(report_case(*c), c->value("metrics", nlohmann::json::object()));
+    } catch (const std::exception& e) {  // params or metrics not as this version of the proof knows them
+      std::cerr << "attnconv plot: " << name << ": no figure: " << e.what() << "\n";
+      continue;
     }
+    if (figures.empty()) std::cerr << "attnconv plot: " << name << ": its proof supplied no figure\n";
+    for (const FigureData& data : figures)
+      add(std::visit([&](const auto& content) { return draw(data, content); }, data.content));
   }
-  if (!any_cost_case) std::cerr << "attnconv plot: no acmix2022.cost_table case in the report: no cost figure\n";
   return written;
 }
 

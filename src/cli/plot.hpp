@@ -4,11 +4,11 @@
 // figure can be restyled by editing its .gp and re-running gnuplot):
 // - every alpha sweep: max |MHSA - conv| against alpha on a log scale, with
 //   the bound and the fitted slope d ln(max_abs) / d alpha;
-// - every sweep group of a proof that supplies figures (ProofDef::figures):
-//   the proof's heat maps, computed by the proof from the case's params (for
-//   Theorem 1: the attention probabilities of each head of the layer it
-//   checks, for one query pixel, a K1 x K2 grid);
-// - every acmix2022.cost_table case: Stage I / Stage II multiply-adds as bars.
+// - the figures a proof supplies (ProofDef::figures), for the first case of
+//   each sweep group (or every case, ProofDef::figures_per_case), computed by
+//   the proof from the case's params and metrics: grids of heat maps (the
+//   attention probabilities of each head of a checked layer) or stacked bars
+//   (multiply-adds by stage); plot only draws them.
 // Each figure as PNG and SVG.
 #include <string>
 #include <vector>

@@ -102,8 +102,13 @@ struct ProofDef {
   // checked but not the shape.
   std::function<TensorShapes(const Case&)> expected_tensors = {};
   // The figures `attnconv plot` draws for a case of a report, computed from
-  // the case as verify() computes it. May be empty: no figure.
-  std::function<std::vector<FigureData>(const Case&)> figures = {};
+  // the case as verify() computes it and from the metrics the report gives it;
+  // throws (the reason in plain words) when they cannot be drawn. May be empty:
+  // no figure.
+  std::function<std::vector<FigureData>(const Case&, const json& metrics)> figures = {};
+  // Whether `plot` asks every case for its figures, or only the first case of
+  // each sweep group.
+  bool figures_per_case = false;
 };
 
 // max_abs and rel_l2, the error metrics every proof reports.
