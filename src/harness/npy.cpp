@@ -1,5 +1,7 @@
 #include "harness/npy.hpp"
 
+#include <limits.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <xtensor/xnpy.hpp>
@@ -38,7 +40,7 @@ xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std:
   // The provenance in the report is the file checked when loading: it must be the one read now.
   const json loaded = c.provenance.value(key, json::object());
   if (loaded.contains("sha256") && loaded["sha256"] != tensor.digest.sha256)
-    throw InputError(where + clip(path.string()) + " changed after the cases were loaded (SHA-256 " +
+    throw InputError(where + clip(path.string(), PATH_MAX) + " changed after the cases were loaded (SHA-256 " +
                      loaded["sha256"].get<std::string>() + " then, " + tensor.digest.sha256 + " now)");
   return std::move(tensor.values);
 }

@@ -1,5 +1,7 @@
 #include "harness/npy_check.hpp"
 
+#include <limits.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -196,7 +198,7 @@ struct Scan {
 template <class T, class Sink>
 Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size_t>>& shape, Sink&& sink) {
   Scan scan;
-  const std::string shown = clip(path);  // the path as messages quote it
+  const std::string shown = clip(path, PATH_MAX);  // escaped; whole, as a case file's weights path is shorter
   const auto fail = [&](const std::string& problem) {
     scan.problem = problem;
     return scan;
