@@ -16,7 +16,7 @@ namespace attnconv {
 void validate_report(const json& report, const std::string& file);
 
 // A report larger than this is refused before reading (a run of 100 000
-// cases writes a few hundred MB; reading takes about twice the file's size).
+// cases writes about 200 MB; reading one takes about twice its size).
 constexpr std::uintmax_t max_report_bytes = std::uintmax_t(1) << 30;
 
 // Reads and validates the report at `path` (a regular file of at most
