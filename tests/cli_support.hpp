@@ -87,6 +87,27 @@ inline CliResult run_cli(const std::string& args) {
   return result;
 }
 
+// Whether `text` is well-formed UTF-8 (Unicode, Table 3-7), by decoding each
+// code point: no stray continuation byte, overlong form, surrogate or value
+// above U+10FFFF.
+inline bool valid_utf8(const std::string& text) {
+  for (std::size_t k = 0; k < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[k]);
+    const std::size_t n = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || k + n > text.size()) return false;
+    std::uint32_t code = n == 1 ? lead : lead & (0x7Fu >> n);
+    for (std::size_t i = 1; i < n; ++i) {
+      const auto next = static_cast<unsigned char>(text[k + i]);
+      if ((next & 0xC0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    const std::uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < least[n] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    k += n;
+  }
+  return true;
+}
+
 inline std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
 }  // namespace attnconv::testing

@@ -52,6 +52,8 @@ std::vector<BadInput> bad_inputs() {
       {"malformed JSON (line and column)", "{\n  \"cases\": [\n    {\"name\": \"c1\" \"proof\": 1}\n  ]\n}",
        {"bad.json", "malformed JSON at line 3, column 25", "case 'c1'", "key 'name'", "expected '}'"}},
       {"empty file", "", {"bad.json", "malformed JSON", "line 1, column 1"}},
+      {"bytes that are not UTF-8", "{\"cases\": [{\"name\": \"c\xff\xfe\"}]}",
+       {"bad.json", "malformed JSON at line 1, column 23", "ill-formed UTF-8", "\"c\\xFF'"}},
       {"trailing garbage", case_file({}) + " }", {"bad.json", "malformed JSON", "line"}},
       {"top level not an object", "[1, 2]", {"bad.json", "top level must be a JSON object"}},
       {"top level a string", "\"cases\"", {"bad.json", "top level must be a JSON object"}},
@@ -254,6 +256,10 @@ std::vector<BadInput> bad_inputs() {
        "", [](const fs::path& dir) { write_npy(dir / "w.npy", "<f8", {4, 4}, doubles(16)); }},
       {".npy unknown tensor name", case_file({{"weights", {{"conv_weights", "w.npy"}}}}),
        {"bad.json", "case 'c1'", "key 'weights.conv_weights'", "did you mean 'conv_weight'"}},
+      {".npy unknown tensor name of 2 MB", case_file({{"weights", {{std::string(2 << 20, 'w'), "w.npy"}}}}),
+       {"bad.json", "case 'c1'", "key 'weights.wwww", "...': unknown tensor"}},
+      {".npy path with an escape sequence", case_file(with_input("x\x1b[2J.npy")),
+       {"bad.json", "case 'c1'", "key 'weights.input'", "x\\u001b[2J.npy: no such file"}},
       {".npy bias without bias", case_file({{"params", {{"bias", false}}}, {"weights", {{"conv_bias", "b.npy"}}}}),
        {"bad.json", "case 'c1'", "key 'weights.conv_bias'", "loads no tensor named 'conv_bias'"}},
       // --- resources
@@ -312,6 +318,7 @@ TEST_CASE("every bad input exits 2 with a message naming file, case and key, and
       CHECK(result.code == 2);
       for (const auto& part : row.expect) CHECK(contains(result.output, part));
       CHECK(result.output.size() < 2000);  // values quoted in part, whatever their size
+      CHECK(valid_utf8(result.output));     // bytes of the input that are not UTF-8 escaped
       CHECK(read_text(report) == "{\"sentinel\": true}\n");
       CHECK_FALSE(fs::exists(out / "report.journal.jsonl"));
       CHECK(seconds < 5);  // refused before anything runs (the 100000 x 100000 image included)

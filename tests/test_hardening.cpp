@@ -66,6 +66,12 @@ TEST_CASE("quote: at most ~200 characters of any value, however deep", "[hardeni
   CHECK(attnconv::quote(json(std::string(1000, 'y'))).size() == attnconv::quote_limit + 3);
   CHECK(attnconv::clip("\xC3\xA9\xC3\xA9", 3) == "\xC3\xA9...");  // not cut inside a UTF-8 character
   CHECK(attnconv::clip(std::string("a\0b\n\x1b[2J\x7f", 9)) == "a\\u0000b\\u000a\\u001b[2J\\u007f");  // no control character reaches a terminal
+  // Bytes that are not UTF-8 written as \xFF, so that a message is valid UTF-8 (RFC 3629: overlong
+  // forms, surrogates, a cut or stray sequence are not); valid characters of 2 to 4 bytes pass.
+  CHECK(attnconv::clip("a\xff" "b\xC0\xAF" "c\xED\xA0\x80" "d\xE2\x82" "e\x80" "f\xF4\x90\x80\x80") ==
+        "a\\xFFb\\xC0\\xAFc\\xED\\xA0\\x80d\\xE2\\x82e\\x80f\\xF4\\x90\\x80\\x80");
+  CHECK(attnconv::clip("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80") == "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
+  CHECK(attnconv::clip(std::string(300, '\xff')).size() <= attnconv::quote_limit + 3);  // the escapes count
 }
 
 TEST_CASE("a value nested 100000 levels deep is refused, in every part of a case", "[hardening]") {
@@ -241,6 +247,11 @@ TEST_CASE("no command overwrites its own input or output (canonical paths), refu
   check_refused_cli(run + "--dump-tensors " + quoted(dir.path / "d") + " --junit " + quoted(dir.path / "d"),
                     {"--junit", "is --dump-tensors", "a folder this command makes"}, kept);
   check_refused_cli("plot " + quoted(report) + " --out " + quoted(cases), {"--out", "small.json is not a folder"}, kept);
+  // A folder where no file can be made although access(2) allows it (tests run as root): /proc.
+  check_refused_cli(run + "--junit /proc/attnconv-test.xml", {"--junit /proc/attnconv-test.xml cannot be written", "cannot write in /proc"}, kept);
+  check_refused_cli("run " + quoted(cases) + " --out /proc/attnconv-test", {"/proc/attnconv-test/report.json cannot be written"}, kept);
+  check_refused_cli("plot " + quoted(report) + " --out /proc/attnconv-test", {"--out /proc/attnconv-test cannot be written"}, kept);
+  CHECK(std::distance(fs::directory_iterator(out), fs::directory_iterator()) == 1);  // no probe file left in a folder that can be written
   // --out a symbolic link to a missing folder, or to itself
   fs::create_symlink(dir.path / "missing" / "folder", dir.path / "dangling");
   fs::create_symlink(dir.path / "loop", dir.path / "loop");

@@ -115,6 +115,9 @@ TEST_CASE("an .npy numpy refuses is refused by run before anything runs", "[npy]
       {file_of(std::string("\x01\x01", 2), header), "version 1.1, which numpy.load does not read"},
       {file_of(std::string("\x01\x00", 2), "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 6, 6), 'x': 1}\n"),
        "unknown key 'x'"},
+      {file_of(std::string("\x01\x00", 2), "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 6, 6), '" +
+                                                std::string(9000, 'k') + "': 1}\n"),
+       "unknown key 'kkkk"},  // quoted in part
       {file_of(std::string("\x01\x00", 2), "{'descr': '<f8', 'shape': (2, 6, 6)}\n"), "no 'fortran_order' key"},
   };
   const fs::path out = dir.path / "out";
@@ -129,6 +132,7 @@ TEST_CASE("an .npy numpy refuses is refused by run before anything runs", "[npy]
     CHECK(result.code == 2);
     CHECK_THAT(result.output, Catch::Contains("cases.json: case 'c1': key 'weights.input': ") && Catch::Contains("x.npy") &&
                                   Catch::Contains(words));
+    CHECK(result.output.size() < 2000);
     CHECK(read_text(out / "report.json") == "{\"sentinel\": true}\n");
     CHECK_FALSE(fs::exists(out / "report.journal.jsonl"));
   }

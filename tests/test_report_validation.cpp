@@ -3,7 +3,10 @@
 // Python's jsonschema on the generated report schema for good and bad
 // reports, and merge and plot refuse a malformed or hand-edited report with
 // exit 2, a message naming the file and the key, and nothing written.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
@@ -125,16 +128,21 @@ TEST_CASE("merge and plot refuse a bad report: exit 2, the file and key named, n
   const json report = real_report(dir.path);
   const fs::path out = dir.path / "out";
   write_text(out / "report.json", "{\"sentinel\": true}\n");
-  const auto refused = [&](const std::string& label, const std::string& text, const std::vector<std::string>& words) {
+  const auto refused = [&](const std::string& label, const std::string& text, const std::vector<std::string>& words,
+                           const std::function<void(const fs::path&)>& setup = nullptr) {
     INFO(label);
     const fs::path file = dir.path / "bad.json";
+    fs::remove(file);
     write_text(file, text);
+    if (setup) setup(file);
     for (const std::string command : {"merge", "plot"}) {
       const CliResult result = run_cli(command + " " + quoted(file) + " --out " + quoted(out));
       INFO(command << ": " << result.output);
       CHECK(result.code == 2);
       CHECK(contains(result.output, file.string()));
       for (const auto& w : words) CHECK(contains(result.output, w));
+      CHECK(result.output.size() < 2000);
+      CHECK(valid_utf8(result.output));
       CHECK(read_text(out / "report.json") == "{\"sentinel\": true}\n");
       CHECK(std::distance(fs::directory_iterator(out), fs::directory_iterator()) == 1);  // no figure either
     }
@@ -156,6 +164,11 @@ TEST_CASE("merge and plot refuse a bad report: exit 2, the file and key named, n
   refused("malformed JSON", "{\"cases\": [", {"malformed JSON", "line 1"});
   refused("a repeated key", "{\"cases\": [], \"cases\": []}", {"key 'cases'", "appears twice"});
   refused("empty file", "", {"malformed JSON"});
+  refused("bytes that are not UTF-8", "{\"cases\": [\xff]}", {"malformed JSON at line 1, column 12", "last read: '\"cases\": [\\xFF'"});
+  refused("a FIFO (no writer)", "", {"bad.json: not a regular file (a report is)"},
+          [](const fs::path& file) { fs::remove(file), ::mkfifo(file.c_str(), 0600); });
+  refused("a report of 2 GB (sparse)", "", {"bad.json: larger than 1 GiB, the most a report may hold"},
+          [](const fs::path& file) { fs::resize_file(file, std::uintmax_t(2) << 30); });
   refused("nested arrays", std::string(100000, '[') + std::string(100000, ']'), {});
   const CliResult folder = run_cli("merge " + quoted(dir.path) + " --out " + quoted(out));
   CHECK(folder.code == 2);

@@ -3,15 +3,12 @@
 #include <limits.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "harness/bounded_file.hpp"
 #include "harness/errors.hpp"
 #include "harness/json_reader.hpp"
 #include "harness/npy_check.hpp"
@@ -282,28 +279,11 @@ std::vector<Case> load_text(const std::string& text, const std::string& path, st
 }
 
 // A case file larger than this is not a hand-written list of cases (100 000
-// cases of a few hundred bytes each fit); its size is checked before reading,
-// and no more than this is read, so /dev/zero-like or sparse files are cheap.
+// cases of a few hundred bytes each fit).
 constexpr std::uintmax_t max_case_file_bytes = std::uintmax_t(64) << 20;
 
 std::vector<Case> load_file(const std::string& path, std::size_t& run_total) {
-  std::error_code error;
-  if (fs::exists(path, error) && !fs::is_regular_file(path, error)) throw InputError(path + ": not a regular file");
-  const auto too_large = [&] {
-    return InputError(path + ": larger than " + std::to_string(max_case_file_bytes >> 20) +
-                      " MiB, the most a case file may hold (use sweeps, or split it)");
-  };
-  const std::uintmax_t size = fs::file_size(path, error);
-  if (!error && size > max_case_file_bytes) throw too_large();
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) throw InputError(path + ": cannot read the file: " + std::strerror(errno));
-  std::string text(std::size_t(error ? max_case_file_bytes : size) + 1, '\0');  // one more: a file that grew
-  stream.read(text.data(), std::streamsize(text.size()));
-  if (stream.bad()) throw InputError(path + ": cannot read the file");
-  text.resize(std::size_t(stream.gcount()));
-  if (text.size() > max_case_file_bytes || (!error && text.size() > size))
-    throw InputError(path + ": the file grew while it was read; run again when it is complete");
-  return load_text(text, path, run_total);
+  return load_text(read_bounded_file(path, max_case_file_bytes, "case file", "use sweeps, or split it"), path, run_total);
 }
 
 }  // namespace

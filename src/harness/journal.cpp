@@ -7,16 +7,20 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 #include "harness/atomic_file.hpp"
+#include "harness/bounded_file.hpp"
 #include "harness/errors.hpp"
 
 namespace attnconv {
 
 namespace {
+
+// The journal is read whole: larger than any run writes is refused before reading.
+constexpr std::uintmax_t max_journal_bytes = std::uintmax_t(1) << 30;
 
 constexpr int journal_version = 1;
 
@@ -80,10 +84,17 @@ Journal Journal::start(const std::string& path, const std::vector<Case>& cases) 
 
 Journal Journal::resume(const std::string& path, const std::vector<Case>& cases,
                         std::vector<std::optional<json>>& finished) {
-  std::ifstream stream(path);
-  if (!stream)
+  std::error_code error;
+  if (!std::filesystem::exists(path, error))
     throw InputError(path + ": no journal to resume (the last run finished, or none ran with this --out); "
                             "run without --resume");
+  std::string text;
+  try {
+    text = read_bounded_file(path, max_journal_bytes, "journal");
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + "; run without --resume to start over");
+  }
+  std::istringstream stream(text);
   std::vector<std::string> lines;
   for (std::string line; std::getline(stream, line);) lines.push_back(line);
   const auto corrupt = [&](std::size_t n, const std::string& what) {

@@ -5,6 +5,7 @@
 
 #include "harness/errors.hpp"
 #include "harness/json_reader.hpp"
+#include "harness/quote.hpp"
 #include "harness/report.hpp"
 #include "harness/report_validation.hpp"
 #include "harness/shard.hpp"
@@ -16,7 +17,7 @@ namespace {
 
 std::string list_some(const std::vector<std::string>& names) {
   std::string text;
-  for (std::size_t k = 0; k < names.size() && k < 5; ++k) text += (k ? ", " : "") + names[k];
+  for (std::size_t k = 0; k < names.size() && k < 5; ++k) text += (k ? ", " : "") + clip(names[k]);
   if (names.size() > 5) text += ", ... (" + std::to_string(names.size()) + " in all)";
   return text;
 }
@@ -44,8 +45,8 @@ json merge_reports(const std::vector<ShardReport>& shards) {
     const json& shard = shard_of(s);
     for (const char* key : {"version", "git_commit"})
       if (s.report["tool"].value(key, "") != first.report["tool"].value(key, ""))
-        throw InputError(s.file + ": tool " + key + " " + s.report["tool"].value(key, "?") + " differs from " +
-                         first.file + " (" + first.report["tool"].value(key, "?") +
+        throw InputError(s.file + ": tool " + key + " " + clip(s.report["tool"].value(key, "?")) + " differs from " +
+                         first.file + " (" + clip(first.report["tool"].value(key, "?")) +
                          "): shards must come from the same build");
     if (s.report.value("schema_version", -1) != first.report.value("schema_version", -1))
       throw InputError(s.file + ": schema_version differs from " + first.file);
@@ -56,13 +57,13 @@ json merge_reports(const std::vector<ShardReport>& shards) {
       std::vector<std::string> names;
       for (const auto& name : shard.value("all_cases", json::array())) names.push_back(name.is_string() ? name.get<std::string>() : name.dump());
       if (shard.value("cases_digest", "") != case_list_digest(names))
-        throw InputError(s.file + ": key 'shard.cases_digest': " + shard.value("cases_digest", "?") +
+        throw InputError(s.file + ": key 'shard.cases_digest': " + clip(shard.value("cases_digest", "?")) +
                          " is not the digest of its shard.all_cases (" + case_list_digest(names) +
                          "): the report was edited");
     }
     if (shard.value("cases_digest", "") != first_shard.value("cases_digest", "") || shard["all_cases"] != all_cases)
       throw InputError(s.file + ": a different case list than " + first.file + " (cases_digest " +
-                       shard.value("cases_digest", "?") + " vs " + first_shard.value("cases_digest", "?") + ")");
+                       clip(shard.value("cases_digest", "?")) + " vs " + clip(first_shard.value("cases_digest", "?")) + ")");
     const int index = shard.value("index", 0);
     if (index < 1 || index > count)
       throw InputError(s.file + ": key 'shard.index': shard " + std::to_string(index) + " of " + std::to_string(count) +
@@ -92,9 +93,9 @@ json merge_reports(const std::vector<ShardReport>& shards) {
   for (const auto& s : shards) {
     for (const auto& c : s.report["cases"]) {
       const std::string name = c.value("name", "");
-      if (!expected.count(name)) throw InputError(s.file + ": case '" + name + "' is not in the shards' case list");
+      if (!expected.count(name)) throw InputError(s.file + ": case '" + clip(name) + "' is not in the shards' case list");
       if (const auto it = origin.find(name); it != origin.end())
-        throw InputError(s.file + ": case '" + name + "' is also in " + it->second + " (overlapping cases)");
+        throw InputError(s.file + ": case '" + clip(name) + "' is also in " + it->second + " (overlapping cases)");
       origin[name] = s.file;
       by_name[name] = c;
     }

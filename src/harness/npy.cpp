@@ -1,11 +1,14 @@
 #include "harness/npy.hpp"
 
+#include <limits.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <xtensor/xnpy.hpp>
 
 #include "harness/errors.hpp"
 #include "harness/npy_check.hpp"
+#include "harness/quote.hpp"
 
 namespace attnconv {
 
@@ -19,14 +22,14 @@ void check_tensor_names(const Case& c, const std::vector<std::string>& known) {
       const std::string best = closest(key, known);
       std::string list;
       for (const auto& name : known) list += (list.empty() ? "" : ", ") + name;
-      throw InputError(c.file + ": case '" + c.name + "': key 'weights." + key + "': unknown tensor" +
+      throw InputError(c.file + ": case '" + clip(c.name) + "': key '" + clip("weights." + key) + "': unknown tensor" +
                        (best.empty() ? "" : " (did you mean '" + best + "'?)") + "; expected one of " + list);
     }
 }
 
 template <class T>
 xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& shape) {
-  const std::string where = c.file + ": case '" + c.name + "': key 'weights." + key + "': ";
+  const std::string where = c.file + ": case '" + clip(c.name) + "': key '" + clip("weights." + key) + "': ";
   const fs::path path = fs::path(c.file).parent_path() / c.weights.at(key).get<std::string>();
   NpyTensor<T> tensor;
   try {
@@ -37,7 +40,7 @@ xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std:
   // The provenance in the report is the file checked when loading: it must be the one read now.
   const json loaded = c.provenance.value(key, json::object());
   if (loaded.contains("sha256") && loaded["sha256"] != tensor.digest.sha256)
-    throw InputError(where + path.string() + " changed after the cases were loaded (SHA-256 " +
+    throw InputError(where + clip(path.string(), PATH_MAX) + " changed after the cases were loaded (SHA-256 " +
                      loaded["sha256"].get<std::string>() + " then, " + tensor.digest.sha256 + " now)");
   return std::move(tensor.values);
 }

@@ -1,5 +1,7 @@
 #include "harness/npy_check.hpp"
 
+#include <limits.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xmanipulation.hpp>
 
+#include "harness/quote.hpp"
 #include "harness/sha256.hpp"
 
 namespace attnconv {
@@ -51,7 +54,7 @@ class HeaderParser {
       } else if (key == "shape") {
         out.shape = shape_tuple();
       } else {
-        throw header_error("unknown key '" + key + "' (numpy.load needs exactly 'descr', 'fortran_order', 'shape')");
+        throw header_error("unknown key '" + clip(key) + "' (numpy.load needs exactly 'descr', 'fortran_order', 'shape')");
       }
       skip_space();
       if (peek() == ',') {
@@ -195,6 +198,7 @@ struct Scan {
 template <class T, class Sink>
 Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size_t>>& shape, Sink&& sink) {
   Scan scan;
+  const std::string shown = clip(path, PATH_MAX);  // escaped; whole, as a case file's weights path is shorter
   const auto fail = [&](const std::string& problem) {
     scan.problem = problem;
     return scan;
@@ -202,37 +206,37 @@ Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size
   const std::string descr = sizeof(T) == 4 ? "<f4" : "<f8";
   std::error_code error;
   const auto status = fs::status(path, error);
-  if (error || !fs::exists(status)) return fail("cannot read " + path + ": no such file");
-  if (!fs::is_regular_file(status)) return fail(path + " is not a regular file");
+  if (error || !fs::exists(status)) return fail("cannot read " + shown + ": no such file");
+  if (!fs::is_regular_file(status)) return fail(shown + " is not a regular file");
   std::ifstream stream(path, std::ios::binary);
-  if (!stream) return fail("cannot read " + path + ": " + std::strerror(errno));
+  if (!stream) return fail("cannot read " + shown + ": " + std::strerror(errno));
   try {
     scan.header = read_npy_header(stream);
   } catch (const std::exception& e) {
-    return fail(path + " " + e.what());
+    return fail(shown + " " + e.what());
   }
   const NpyHeader& header = scan.header;
   if (header.float_size != sizeof(T))
-    return fail(path + " holds dtype '" + header.descr + "', expected '" + descr + "' (or another byte order of it)");
+    return fail(shown + " holds dtype '" + clip(header.descr) + "', expected '" + descr + "' (or another byte order of it)");
   if (shape && header.shape != *shape)
-    return fail(path + " has shape " + shape_string(header.shape) + ", expected " + shape_string(*shape));
+    return fail(shown + " has shape " + shape_string(header.shape) + ", expected " + shape_string(*shape));
   const std::size_t count = element_count(header.shape);
-  if (count == SIZE_MAX) return fail(path + " has an absurd shape " + shape_string(header.shape));
+  if (count == SIZE_MAX) return fail(shown + " has an absurd shape " + shape_string(header.shape));
   const std::uintmax_t size = fs::file_size(path, error);
-  if (error) return fail("cannot read " + path + ": " + error.message());
+  if (error) return fail("cannot read " + shown + ": " + error.message());
   const std::uintmax_t wanted = header.data_offset + count * sizeof(T);
   if (size < wanted)
-    return fail(path + " is truncated: shape " + shape_string(header.shape) + " of '" + header.descr + "' needs " +
+    return fail(shown + " is truncated: shape " + shape_string(header.shape) + " of '" + header.descr + "' needs " +
                 std::to_string(wanted) + " bytes, the file has " + std::to_string(size));
 
   Sha256 hash;
   std::vector<char> buffer(std::max<std::size_t>(header.data_offset, std::size_t(1) << 20));
   stream.seekg(0);
-  if (!stream.read(buffer.data(), std::streamsize(header.data_offset))) return fail(path + " is truncated");
+  if (!stream.read(buffer.data(), std::streamsize(header.data_offset))) return fail(shown + " is truncated");
   hash.update(buffer.data(), header.data_offset);
   for (std::size_t index = 0; index < count;) {
     const std::size_t n = std::min(count - index, buffer.size() / sizeof(T));
-    if (!stream.read(buffer.data(), std::streamsize(n * sizeof(T)))) return fail(path + " is truncated");
+    if (!stream.read(buffer.data(), std::streamsize(n * sizeof(T)))) return fail(shown + " is truncated");
     hash.update(buffer.data(), n * sizeof(T));
     for (std::size_t k = 0; k < n; ++k, ++index) {
       char* bytes = buffer.data() + k * sizeof(T);
@@ -240,7 +244,7 @@ Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size
       T value;
       std::memcpy(&value, bytes, sizeof(T));
       if (!std::isfinite(value))
-        return fail(path + " holds " + (std::isnan(value) ? "NaN" : "Inf") + " (first at flat index " +
+        return fail(shown + " holds " + (std::isnan(value) ? "NaN" : "Inf") + " (first at flat index " +
                     std::to_string(header.fortran_order ? c_index_of_fortran(index, header.shape) : index) + ")");
       sink(index, value);
     }
@@ -249,7 +253,7 @@ Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size
   // the digest is of the whole file, as it is on disk.
   for (std::uintmax_t left = size - wanted; left > 0;) {
     const std::size_t n = std::size_t(std::min<std::uintmax_t>(left, buffer.size()));
-    if (!stream.read(buffer.data(), std::streamsize(n))) return fail(path + " is truncated");
+    if (!stream.read(buffer.data(), std::streamsize(n))) return fail(shown + " is truncated");
     hash.update(buffer.data(), n);
     left -= n;
   }

@@ -1,5 +1,6 @@
 #include "harness/output_paths.hpp"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 
 #include "harness/errors.hpp"
 #include "harness/quote.hpp"
+#include "harness/signal_cleanup.hpp"
 
 namespace attnconv {
 
@@ -26,6 +28,19 @@ fs::path canonical_path(const std::string& path) {
 
 std::string named(const NamedPath& p) { return p.what + " " + p.path; }
 
+// Why no file can be made in the existing `folder`, or empty. access(2) says
+// yes to root for any folder, /proc included, where no file can be made: a
+// file is made and removed at once (signals held, so none is left behind).
+std::string cannot_create_in(const fs::path& folder) {
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) return "cannot write in " + folder.string() + ": " + std::strerror(errno);
+  const BlockCleanupSignals blocked;
+  const fs::path probe = folder / (".attnconv-probe." + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno != EEXIST) return "cannot write in " + folder.string() + ": " + std::strerror(errno);
+  if (fd >= 0) ::close(fd), ::unlink(probe.c_str());
+  return "";
+}
+
 // Why `path` cannot be written as a file, or empty.
 std::string unwritable(const fs::path& path) {
   for (const auto& part : path)
@@ -37,8 +52,7 @@ std::string unwritable(const fs::path& path) {
   fs::path folder = path.parent_path();
   while (!folder.empty() && !fs::exists(folder, error) && folder != folder.parent_path()) folder = folder.parent_path();
   if (!fs::is_directory(folder, error)) return folder.string() + " is not a folder";
-  if (::access(folder.c_str(), W_OK | X_OK) != 0) return "cannot write in " + folder.string() + ": " + std::strerror(errno);
-  return "";
+  return cannot_create_in(folder);
 }
 
 // Why a folder on the way to `path` (or `path` itself, a folder to make) cannot

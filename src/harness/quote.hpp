@@ -14,8 +14,9 @@ constexpr std::size_t quote_limit = 200;
 // the characters it writes, so a value nested 100 000 levels deep is safe.
 std::string quote(const nlohmann::json& value, std::size_t limit = quote_limit);
 
-// `text` cut after `limit` characters (at a UTF-8 character boundary) with
-// "...", control characters written as \u0000 ... \u001f, \u007f.
+// `text` cut after `limit` bytes (at a character boundary) with "...",
+// control characters written as \u0000 ... \u001f, \u007f and bytes that are
+// not UTF-8 as \xFF: the result is valid UTF-8 a terminal shows as written.
 std::string clip(std::string text, std::size_t limit = quote_limit);
 
 }  // namespace attnconv

@@ -1,10 +1,8 @@
 #include "harness/report_validation.hpp"
 
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
+#include "harness/bounded_file.hpp"
 #include "harness/errors.hpp"
 #include "harness/json_reader.hpp"
 #include "harness/json_schema.hpp"
@@ -77,15 +75,7 @@ void validate_report(const json& report, const std::string& file) {
 }
 
 json read_validated_report(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error))
-    throw InputError(path + ": not a regular file (a report.json is)");
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) throw InputError(path + ": cannot read the file");
-  std::ostringstream text;
-  text << stream.rdbuf();
-  if (stream.bad()) throw InputError(path + ": cannot read the file");
-  json report = parse_case_json(text.str(), path);
+  json report = parse_case_json(read_bounded_file(path, max_report_bytes, "report"), path);
   validate_report(report, path);
   return report;
 }

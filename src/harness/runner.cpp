@@ -23,19 +23,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// --resume reads the journal whole: a FIFO or a device (which would never
-// end) or a file larger than any run writes is refused before reading.
-constexpr std::uintmax_t max_journal_bytes = std::uintmax_t(1) << 30;
-
-void check_journal_file(const std::string& path) {
-  std::error_code error;
-  const auto status = std::filesystem::status(path, error);
-  if (!std::filesystem::exists(status)) return;  // Journal::resume says there is none
-  if (!std::filesystem::is_regular_file(status))
-    throw InputError(path + ": not a regular file; run without --resume to start over");
-  if (std::filesystem::file_size(path, error) > max_journal_bytes)
-    throw InputError(path + ": larger than 1 GiB, more than any run writes; run without --resume to start over");
-}
 }  // namespace
 
 json case_entry(const Case& c) {
@@ -90,7 +77,6 @@ json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
   const auto out = std::filesystem::path(options.out_dir);
   const std::string journal_path = (out / "report.journal.jsonl").string();
   std::vector<std::optional<json>> entries(cases.size());
-  if (options.resume) check_journal_file(journal_path);
   Journal journal = options.resume ? Journal::resume(journal_path, cases, entries) : Journal::start(journal_path, cases);
   const std::size_t resumed = std::size_t(std::count_if(entries.begin(), entries.end(), [](const auto& e) { return bool(e); }));
   const int stop = execute_cases(cases, options, entries, [&](std::size_t i) {
