@@ -123,6 +123,21 @@ TEST_CASE("the report validator agrees with Python's jsonschema on the generated
   }
 }
 
+TEST_CASE("a report run writes with an errored case (a non-finite tolerance, written as null) validates", "[report_validation]") {
+  const ScratchDir dir("report_validation_errored");
+  const json params = {{"image", {6, 6}}, {"kernel", 3}, {"in_channels", 2}, {"out_channels", 3},
+                       {"heads", 9},      {"head_dim", 3}, {"padding", 1}, {"alpha", 1e308}};
+  write_text(dir.path / "cases.json",
+             json{{"cases", {{{"name", "c1"}, {"proof", "cordonnier2020.theorem1"}, {"params", params}, {"expect", "fail"}}}}}.dump());
+  const CliResult run = run_cli("run " + quoted(dir.path / "cases.json") + " --out " + quoted(dir.path / "out") + " --quiet");
+  INFO(run.output);
+  REQUIRE(run.code == 1);
+  const json report = read_validated_report((dir.path / "out" / "report.json").string());  // throws when it does not validate
+  CHECK(report["cases"][0]["verdict"] == "error");
+  CHECK(report["cases"][0]["tolerance"]["max_abs"].is_null());
+  CHECK(schema_violation(report_schema(), report) == "");
+}
+
 TEST_CASE("merge and plot refuse a bad report: exit 2, the file and key named, nothing written", "[report_validation]") {
   const ScratchDir dir("report_validation_cli");
   const json report = real_report(dir.path);

@@ -88,7 +88,7 @@ class Validator {
         ok = ok || has_type(value, t.get<std::string>());
         wanted += (wanted.empty() ? "" : " or ") + t.get<std::string>();
       }
-      if (!ok) return fail(path, "must be " + wanted + ", got " + type_of(value) + " " + shown(value));
+      if (!ok) return fail(path, "must be " + wanted + ", got " + (value.is_null() ? "null" : type_of(value) + " " + shown(value)));
     }
     if (schema.contains("const") && !equal(schema["const"], value))
       return fail(path, "must be " + shown(schema["const"]) + ", got " + shown(value));

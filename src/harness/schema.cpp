@@ -180,7 +180,8 @@ json report_schema() {
                                      "the proof's bound, above round-off; fails; fails as predicted (the converse, "
                                      "its predicted failure measured); error: no verdict"}}},
         {"metrics", {{"type", "object"}}},
-        {"tolerance", {{"type", "object"}, {"additionalProperties", {{"type", "number"}, {"minimum", 0}}}}},
+        // null: a limit that is not finite (NaN or Inf, e.g. a bound that overflowed); such a case is an error
+        {"tolerance", {{"type", "object"}, {"additionalProperties", {{"type", {"number", "null"}}, {"minimum", 0}}}}},
         {"seconds", {{"type", "number"}, {"minimum", 0}}},
         {"message", {{"type", "string"}}}}},
       {"allOf", per_proof}};
