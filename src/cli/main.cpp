@@ -113,15 +113,8 @@ int run_command(int argc, char** argv) {
     }
     finish_run(report, workflow, out_dir);
     return exit_code(report);
-  } catch (const InputError& e) {
-    std::cerr << "attnconv: " << e.what() << "\n";
-    return 2;
-  } catch (const OutputError& e) {
-    std::cerr << "attnconv: " << e.what() << "\n";
-    return 3;
   } catch (const std::exception& e) {
-    std::cerr << "attnconv: " << e.what() << "\n";
-    return 2;
+    return failed_command(e);
   }
 }
 

@@ -89,17 +89,15 @@ std::optional<int> run_workflow_command(WorkflowOptions& options) {
       std::cout << (options.schema_kind == "cases" ? case_file_schema() : report_schema()).dump(2) << "\n";
       return 0;
     }
-  } catch (const InputError& e) {
-    std::cerr << "attnconv: " << e.what() << "\n";
-    return 2;
-  } catch (const OutputError& e) {
-    std::cerr << "attnconv: " << e.what() << "\n";
-    return 3;
   } catch (const std::exception& e) {
-    std::cerr << "attnconv: " << e.what() << "\n";
-    return 1;
+    return failed_command(e);
   }
   return std::nullopt;
+}
+
+int failed_command(const std::exception& e) {
+  std::cerr << "attnconv: " << e.what() << "\n";
+  return dynamic_cast<const OutputError*>(&e) ? 3 : 2;
 }
 
 std::vector<Case> prepare_run(const std::vector<Case>& cases, WorkflowOptions& options, RunOptions& run) {

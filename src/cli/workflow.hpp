@@ -33,6 +33,11 @@ void add_workflow_commands(CLI::App& app, WorkflowOptions& options);
 // The exit code of merge/plot/schema when one of them was given, else nullopt.
 std::optional<int> run_workflow_command(WorkflowOptions& options);
 
+// Prints the message of a command that threw and returns its exit code
+// (README, "Exit codes"): 3 when a result could not be written (OutputError),
+// else 2 (bad usage or bad input).
+int failed_command(const std::exception& e);
+
 // Before run_cases: selects the shard and hooks the shard record, the
 // progress lines and the JUnit file into `run`. Returns the cases to run.
 std::vector<Case> prepare_run(const std::vector<Case>& cases, WorkflowOptions& options, RunOptions& run);
