@@ -30,7 +30,8 @@ template <class T> void check_read(const fs::path& dir, const json& entry) {
         entry["shape"].get<std::vector<std::size_t>>());
   const std::string reference = read_text(dir / entry["reference"].get<std::string>());
   REQUIRE(reference.size() == array.size() * sizeof(T));
-  CHECK(std::memcmp(reference.data(), array.data(), reference.size()) == 0);  // bit for bit, C order
+  // bit for bit, C order (an empty array has no data pointer to compare)
+  CHECK((reference.empty() || std::memcmp(reference.data(), array.data(), reference.size()) == 0));
 }
 
 template <class T> void check_refused(const fs::path& dir, const json& entry) {
