@@ -43,17 +43,13 @@ const bool registered = register_proof(make_proof<ConvCaseParams>({
     .params = conv_case_params(),
     .parse = parse_conv_case,
     .verify = {verify<float>, verify<double>},
-    .metrics = [] {
-      std::vector<MetricSpec> metrics = distance_metrics("the decomposition against the plain-loop convolution");
-      metrics.insert(metrics.end(), {
+    .metrics = distance_metrics("the decomposition against the plain-loop convolution", {
           {.name = "one_by_one_convolutions", .type = "integer", .help = "k1 k2: the Stage I 1x1 convolutions"},
           {.name = "stage1_multiply_adds", .type = "integer", .help = "multiply-adds counted in Stage I"},
           {.name = "stage2_additions", .type = "integer", .help = "additions counted in Stage II (shift and sum)"},
           {.name = "padding_resolved", .type = "array", .help = "[top, bottom, left, right]"},
           {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
-      });
-      return metrics;
-    }(),
+      }),
     .expected_tensors = conv_case_tensor_shapes,
 }));
 

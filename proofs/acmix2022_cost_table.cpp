@@ -197,18 +197,14 @@ const bool registered = register_proof(make_proof<AcmixParams>({
     }(),
     .parse = parse,
     .verify = {verify<float>, verify<double>},
-    .metrics = [] {
-      std::vector<MetricSpec> metrics = distance_metrics("the counted table entries against the paper's formulas");
-      metrics.insert(metrics.end(), {
+    .metrics = distance_metrics("the counted table entries against the paper's formulas", {
           {.name = "table", .type = "object", .help = "per method and stage: measured and paper counts"},
           {.name = "stage1_share", .type = "object", .help = "per method: Stage I / (Stage I + Stage II) multiply-adds"},
           {.name = "stage1_dominates_from_in_channels", .type = "object",
            .help = "per method: the least C_in from which Stage I exceeds Stage II"},
           {.name = "conv_decomposition_max_abs", .type = "number",
            .help = "max |decomposed - plain-loop convolution| of the counted convolution", .error = true},
-      });
-      return metrics;
-    }(),
+      }),
     .expected_tensors = acmix_case_tensor_shapes,
     .figures = figures,
     .figures_per_case = true,

@@ -160,10 +160,7 @@ const bool registered = register_proof(make_proof<AcmixParams>({
     }(),
     .parse = parse_acmix_case,
     .verify = {verify<float>, verify<double>},
-    .metrics = [] {
-      std::vector<MetricSpec> metrics =
-          distance_metrics("the convolution path against the standard convolution of [x; 1]");
-      metrics.insert(metrics.end(), {
+    .metrics = distance_metrics("the convolution path against the standard convolution of [x; 1]", {
           {.name = "attention_max_abs", .type = "number",
            .help = "max |attention path - independent window-attention loop|", .error = true},
           {.name = "attention_rel_l2", .type = "number", .help = "rel_l2 of the attention path against the loop",
@@ -186,9 +183,7 @@ const bool registered = register_proof(make_proof<AcmixParams>({
           {.name = "multiply_adds", .type = "object", .help = "multiply-adds of the module's forward pass, per operation"},
           {.name = "path_alone_max_abs", .type = "number",
            .help = "a rate of 0: max |output - the other path alone, scaled|", .always = false, .error = true},
-      });
-      return metrics;
-    }(),
+      }),
     .expected_tensors = acmix_case_tensor_shapes,
 }));
 

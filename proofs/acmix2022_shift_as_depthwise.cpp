@@ -71,19 +71,14 @@ const bool registered = register_proof(make_proof<ConvCaseParams>({
     .params = conv_case_params(),
     .parse = parse_conv_case,
     .verify = {verify<float>, verify<double>},
-    .metrics = [] {
-      std::vector<MetricSpec> metrics =
-          distance_metrics("the decomposition with depthwise shifts against the plain-loop convolution");
-      metrics.insert(metrics.end(), {
+    .metrics = distance_metrics("the decomposition with depthwise shifts against the plain-loop convolution", {
           {.name = "shift_max_abs", .type = "number",
            .help = "max over the k1 k2 shifts of |one-hot depthwise shift - tensor shift| (exact: 0)", .error = true},
           {.name = "depthwise_vs_tensor_shift_max_abs", .type = "number",
            .help = "max |decomposition with depthwise shifts - with tensor shifts|", .error = true},
           {.name = "depthwise_shift_multiply_adds", .type = "integer", .help = "multiply-adds of the depthwise shifts"},
           {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
-      });
-      return metrics;
-    }(),
+      }),
     .expected_tensors = conv_case_tensor_shapes,
 }));
 

@@ -172,10 +172,7 @@ const bool registered = register_proof(make_proof<PaddingRemarkParams>({
         .choices = {"dense"}}),
     .parse = parse,
     .verify = {verify<float>, verify<double>},
-    .metrics = [] {
-      std::vector<MetricSpec> metrics =
-          distance_metrics("the unpadded MHSA against the zero-padded \"same\" convolution, border band included");
-      metrics.insert(metrics.end(), {
+    .metrics = distance_metrics("the unpadded MHSA against the zero-padded \"same\" convolution, border band included", {
           {.name = "interior_max_abs", .type = "number",
            .help = "max_abs outside the expected border band (the remark: round-off)", .error = true},
           {.name = "band_width", .type = "integer", .help = "the widest side of the measured border band"},
@@ -194,9 +191,7 @@ const bool registered = register_proof(make_proof<PaddingRemarkParams>({
           {.name = "padded_bound", .type = "number", .help = "the finite-alpha bound of the padded construction"},
           {.name = "alpha", .type = "number", .help = "the attention sharpness used"},
           {.name = "engine", .type = "string", .help = "the MHSA engine that ran"},
-      });
-      return metrics;
-    }(),
+      }),
 }));
 
 }  // namespace

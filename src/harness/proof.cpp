@@ -1,5 +1,7 @@
 #include "harness/proof.hpp"
 
+#include <iterator>
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -13,9 +15,12 @@ std::map<std::string, ProofDef>& registry() {
 }
 }  // namespace
 
-std::vector<MetricSpec> distance_metrics(const std::string& what) {
-  return {{.name = "max_abs", .type = "number", .help = "max |a - b| over the output, " + what, .error = true},
-          {.name = "rel_l2", .type = "number", .help = "||a - b||_2 / ||b||_2, " + what, .error = true}};
+std::vector<MetricSpec> distance_metrics(const std::string& what, std::vector<MetricSpec> more) {
+  std::vector<MetricSpec> metrics = {
+      {.name = "max_abs", .type = "number", .help = "max |a - b| over the output, " + what, .error = true},
+      {.name = "rel_l2", .type = "number", .help = "||a - b||_2 / ||b||_2, " + what, .error = true}};
+  metrics.insert(metrics.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  return metrics;
 }
 
 std::vector<std::string> error_metric_names(const ProofDef& proof) {

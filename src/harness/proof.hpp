@@ -111,8 +111,10 @@ struct ProofDef {
   bool figures_per_case = false;
 };
 
-// max_abs and rel_l2, the error metrics every proof reports.
-std::vector<MetricSpec> distance_metrics(const std::string& what = "the claim against its reference");
+// max_abs and rel_l2, the error metrics every proof reports, followed by the
+// proof's own metrics `more`.
+std::vector<MetricSpec> distance_metrics(const std::string& what = "the claim against its reference",
+                                         std::vector<MetricSpec> more = {});
 
 // The names of a proof's error metrics, in declaration order.
 std::vector<std::string> error_metric_names(const ProofDef& proof);
