@@ -1,7 +1,5 @@
 #include "harness/runner.hpp"
 
-#include "parallel/threads.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
