@@ -26,7 +26,6 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
-#include "reference/conv.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -45,11 +44,9 @@ NeighborhoodParams parse(const Case& c) {
   p.shared = parse_theorem1_shared(c);
   p.dtype = p.shared.dtype;
   p.dilation = get_int(c.params, "dilation");
-  const int kernel = p.shape.kernel[0];
+  const int kernel = square_odd_kernel(p.shape);
   p.window = get_int(c.params, "window") == 0 ? kernel : get_int(c.params, "window");
   check_tensor_names(c, {"input", "conv_weight", "conv_bias", "w_qry", "w_key", "v_pos"});
-  if (p.shape.kernel[1] != kernel || kernel % 2 == 0)
-    throw ParamError("kernel", "neighborhood attention's window is square and centred: the kernel must be K x K, K odd");
   if (p.window % 2 == 0 || p.window < kernel)
     throw ParamError("window", "the window K_att must be odd and at least the kernel " + std::to_string(kernel) +
                                    " (check 2 needs every tap inside it), got " + std::to_string(p.window));
@@ -61,10 +58,7 @@ NeighborhoodParams parse(const Case& c) {
 }
 
 TensorShapes expected_tensors(const NeighborhoodParams& p) {
-  TensorShapes shapes = {{"input", {p.shape.in_channels, std::size_t(p.shape.image[0]), std::size_t(p.shape.image[1])}},
-                         {"conv_weight", {p.shape.out_channels, p.shape.in_channels, std::size_t(p.shape.kernel[0]),
-                                          std::size_t(p.shape.kernel[1])}}};
-  if (p.shared.bias) shapes["conv_bias"] = {p.shape.out_channels};
+  TensorShapes shapes = local_conv_tensor_shapes(p.shape, p.shared.bias);
   const std::size_t heads = std::size_t(p.shape.kernel[0] * p.shape.kernel[0]), c_in = p.shape.in_channels;
   shapes["w_qry"] = shapes["w_key"] = {heads, c_in, c_in};
   shapes["v_pos"] = {heads, 3};
@@ -107,7 +101,8 @@ GlobalCheck<T> global_check(const MhsaLayer<T>& construction, const Image<T>& x,
   const std::size_t d_k = c_in + 3;
   const int span = 2 * side - 1;
   xt::xtensor<T, 3> rpb({heads, std::size_t(span), std::size_t(span)});
-  HeadMaps<T> q({heads, std::size_t(side), std::size_t(side), c_in}), k(q.shape());
+  const ContentMaps<T> content = content_maps(crop, w_qry, w_key);
+  const HeadMaps<T>&q = content.q, &k = content.k;
   for (std::size_t h = 0; h < heads; ++h) {
     AttentionHead<T>& head = layer.heads[h];
     head.w_qry = xt::zeros<T>({c_in, d_k});
@@ -127,13 +122,6 @@ GlobalCheck<T> global_check(const MhsaLayer<T>& construction, const Image<T>& x,
         for (std::size_t p = 0; p < 3; ++p) b += v_pos(h, p) * r[p];
         rpb(h, std::size_t(e1), std::size_t(e2)) = b;
       }
-    for (int i = 0; i < side; ++i)
-      for (int j = 0; j < side; ++j)
-        for (std::size_t d = 0; d < c_in; ++d) {
-          T qs = 0, ks = 0;
-          for (std::size_t c = 0; c < c_in; ++c) qs += crop(c, i, j) * w_qry(h, c, d), ks += crop(c, i, j) * w_key(h, c, d);
-          q(h, i, j, d) = qs, k(h, i, j, d) = ks;
-        }
   }
   const Image<T> local = project_heads(layer, neighborhood_attention(q, k, head_values(layer, crop), rpb, side, 1));
   const Image<T> dense = tokens_to_image(mhsa_dense(layer, image_to_tokens(crop), std::size_t(side), std::size_t(side)),
@@ -157,25 +145,17 @@ GlobalCheck<T> global_check(const MhsaLayer<T>& construction, const Image<T>& x,
 }
 
 template <class T> Outcome verify(const Case& c, const NeighborhoodParams& p) {
-  const std::size_t c_in = p.shape.in_channels, c_out = p.shape.out_channels;
   const int height = p.shape.image[0], width = p.shape.image[1], kernel = p.shape.kernel[0];
   const int window = p.window, d = p.dilation, reach = kernel / 2 * d;
   const CaseTensors tensors(c, p.shared.seed);
-  const Image<T> x = tensors.get<T, 3>("input", {c_in, std::size_t(height), std::size_t(width)});
-  const Kernel<T> w = tensors.get<T, 4>("conv_weight", {c_out, c_in, std::size_t(kernel), std::size_t(kernel)});
-  const std::optional<Vector<T>> b = tensors.conv_bias<T>(p.shared.bias, c_out);
-
-  ConvGeometry geometry;
-  geometry.dilation = {d, d};
-  geometry.padding = same_padding({kernel, kernel}, geometry.dilation);
-  const Image<T> expected = reference::conv2d(x, w, b, geometry);
-
-  // The construction's values and output projection; Delta in units of the dilation.
-  Theorem1Options options;
-  options.heads = kernel * kernel;
-  options.head_dim = int(c_out);
-  options.alpha = p.shared.alpha;
-  const MhsaLayer<T> layer = theorem1_layer(w, b, options);
+  // The convolution, and the construction's values and output projection (Delta in units of d).
+  const LocalConvCase<T> conv = local_conv_case<T>(tensors, p.shape, p.shared, d);
+  const Image<T>& x = conv.x;
+  const Image<T>& expected = conv.expected;
+  const Kernel<T>& w = conv.w;
+  const std::optional<Vector<T>>& b = conv.b;
+  const Theorem1Options& options = conv.options;
+  const MhsaLayer<T>& layer = conv.layer;
   const xt::xtensor<T, 3> rpb = construction_rpb<T>(window, kernel, options.alpha);
   const auto attend = [&](const Image<T>& image) {
     const HeadMaps<T> values = head_values(layer, image);

@@ -23,7 +23,6 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
-#include "reference/conv.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -43,10 +42,8 @@ SwinParams parse(const Case& c) {
   p.shared = parse_theorem1_shared(c);
   p.dtype = p.shared.dtype;
   p.window = get_int(c.params, "window");
-  const int kernel = p.shape.kernel[0];
+  const int kernel = square_odd_kernel(p.shape);
   check_tensor_names(c, {"input", "conv_weight", "conv_bias", "w_qry", "w_key", "table"});
-  if (p.shape.kernel[1] != kernel || kernel % 2 == 0)
-    throw ParamError("kernel", "the kernel must be K x K with K odd (a centred neighbourhood)");
   if (p.window < kernel)
     throw ParamError("window", "the window M = " + std::to_string(p.window) + " must be at least the kernel " +
                                    std::to_string(kernel) + " for any pixel's neighbourhood to fit in it");
@@ -56,14 +53,11 @@ SwinParams parse(const Case& c) {
 }
 
 TensorShapes expected_tensors(const SwinParams& p) {
-  const std::size_t c_in = p.shape.in_channels, c_out = p.shape.out_channels, k = std::size_t(p.shape.kernel[0]);
+  const std::size_t c_in = p.shape.in_channels, k = std::size_t(p.shape.kernel[0]);
   const std::size_t heads = k * k, m = std::size_t(p.window);
-  TensorShapes shapes = {{"input", {c_in, std::size_t(p.shape.image[0]), std::size_t(p.shape.image[1])}},
-                         {"conv_weight", {c_out, c_in, k, k}},
-                         {"w_qry", {heads, c_in, c_in}},
-                         {"w_key", {heads, c_in, c_in}},
-                         {"table", {(2 * m - 1) * (2 * m - 1), heads}}};
-  if (p.shared.bias) shapes["conv_bias"] = {c_out};
+  TensorShapes shapes = local_conv_tensor_shapes(p.shape, p.shared.bias);
+  shapes["w_qry"] = shapes["w_key"] = {heads, c_in, c_in};
+  shapes["table"] = {(2 * m - 1) * (2 * m - 1), heads};
   return shapes;
 }
 
@@ -122,22 +116,15 @@ Coverage coverage(const xt::xtensor<double, 2>& diff, double threshold, int r, s
 }
 
 template <class T> Outcome verify(const Case& c, const SwinParams& p) {
-  const std::size_t c_in = p.shape.in_channels, c_out = p.shape.out_channels;
+  const std::size_t c_in = p.shape.in_channels;
   const int height = p.shape.image[0], width = p.shape.image[1], kernel = p.shape.kernel[0], m = p.window;
   const int shift = m / 2, r = kernel / 2;
   const CaseTensors tensors(c, p.shared.seed);
-  const Image<T> x = tensors.get<T, 3>("input", {c_in, std::size_t(height), std::size_t(width)});
-  const Kernel<T> w = tensors.get<T, 4>("conv_weight", {c_out, c_in, std::size_t(kernel), std::size_t(kernel)});
-  const std::optional<Vector<T>> b = tensors.conv_bias<T>(p.shared.bias, c_out);
-  ConvGeometry geometry;
-  geometry.padding = same_padding({kernel, kernel}, {1, 1});
-  const Image<T> expected = reference::conv2d(x, w, b, geometry);
-
-  Theorem1Options options;
-  options.heads = kernel * kernel;
-  options.head_dim = int(c_out);
-  options.alpha = p.shared.alpha;
-  const MhsaLayer<T> layer = theorem1_layer(w, b, options);
+  const LocalConvCase<T> conv = local_conv_case<T>(tensors, p.shape, p.shared, 1);
+  const Image<T>& x = conv.x;
+  const Image<T>& expected = conv.expected;
+  const Theorem1Options& options = conv.options;
+  const MhsaLayer<T>& layer = conv.layer;
   const Image<T> x_pad = pad(x, Padding{0, p.padded[0] - height, 0, p.padded[1] - width}, PaddingMode::zeros);
   const HeadMaps<T> values = head_values(layer, x_pad);
   const std::size_t heads = values.shape(0);
@@ -149,15 +136,8 @@ template <class T> Outcome verify(const Case& c, const SwinParams& p) {
   const xt::xtensor<T, 3> w_qry = tensors.get<T, 3>("w_qry", {heads, c_in, c_in});
   const xt::xtensor<T, 3> w_key = tensors.get<T, 3>("w_key", {heads, c_in, c_in});
   const Matrix<T> random_table = tensors.get<T, 2>("table", {std::size_t((2 * m - 1) * (2 * m - 1)), heads});
-  HeadMaps<T> q({heads, x_pad.shape(1), x_pad.shape(2), c_in}), k(q.shape());
-  for (std::size_t h = 0; h < heads; ++h)
-    for (std::size_t i = 0; i < x_pad.shape(1); ++i)
-      for (std::size_t j = 0; j < x_pad.shape(2); ++j)
-        for (std::size_t d = 0; d < c_in; ++d) {
-          T qs = 0, ks = 0;
-          for (std::size_t cc = 0; cc < c_in; ++cc) qs += x_pad(cc, i, j) * w_qry(h, cc, d), ks += x_pad(cc, i, j) * w_key(h, cc, d);
-          q(h, i, j, d) = qs, k(h, i, j, d) = ks;
-        }
+  const ContentMaps<T> content = content_maps(x_pad, w_qry, w_key);
+  const HeadMaps<T>&q = content.q, &k = content.k;
   double han_max_abs = 0, han_rel_l2 = 0;  // the larger over W-MSA and SW-MSA
   for (const int s : {0, shift}) {
     const HeadMaps<T> windowed = swin_window_attention(q, k, values, random_table, m, s);
@@ -216,7 +196,7 @@ template <class T> Outcome verify(const Case& c, const SwinParams& p) {
                 std::to_string(neither) + " pixels are expressed by neither (so W-MSA then SW-MSA, each "
                 "built this way, does not give the convolution on every pixel); max_abs is check 1 (Han et al.'s "
                 "rewrite), whole_max_abs W-MSA against the convolution over the whole image";
-  out.tensors = conv_tensors<T>(x, expected, w_msa, w, b);
+  out.tensors = conv_tensors<T>(x, expected, w_msa, conv.w, conv.b);
   out.tensors.push_back({"actual_shifted", xt::xarray<T>(sw_msa)});
   out.tensors.push_back({"table", xt::xarray<T>(table)});
   out.tensors.push_back({"random_table", xt::xarray<T>(random_table)});

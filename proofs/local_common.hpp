@@ -7,11 +7,45 @@
 #include <optional>
 #include <vector>
 
+#include "construction/theorem1.hpp"
 #include "harness/proof.hpp"
 #include "local/head_tensor.hpp"
 #include "mhsa/mhsa_layer.hpp"
+#include "proof/case_tensors.hpp"
+#include "proof/common_params.hpp"
+#include "theorem1_common.hpp"
 
 namespace attnconv {
+
+// K of a K x K kernel with K odd (a centred neighbourhood); throws ParamError("kernel").
+int square_odd_kernel(const ConvShape& shape);
+
+// A local-attention case's convolution and Theorem 1's construction for it:
+// input, conv_weight, conv_bias from the case; `expected` the zero-padded
+// "same" convolution with dilation d (reference::conv2d); the layer of
+// theorem1_layer with heads = K^2, head_dim = C_out, the case's alpha and
+// dilation 1 (the bias measures offsets in units of d).
+template <class T> struct LocalConvCase {
+  Image<T> x;
+  Kernel<T> w;
+  std::optional<Vector<T>> b;
+  Image<T> expected;
+  Theorem1Options options;
+  MhsaLayer<T> layer;
+};
+template <class T>
+LocalConvCase<T> local_conv_case(const CaseTensors& tensors, const ConvShape& shape, const Theorem1Shared& shared,
+                                 int dilation);
+
+// The tensors such a case may load: input, conv_weight, conv_bias (with bias).
+TensorShapes local_conv_tensor_shapes(const ConvShape& shape, bool bias);
+
+// Per-head content maps q = X W_qry^h, k = X W_key^h of a (C, H, W) image, W (heads, C, D_k).
+template <class T> struct ContentMaps {
+  HeadMaps<T> q, k;
+};
+template <class T>
+ContentMaps<T> content_maps(const Image<T>& x, const xt::xtensor<T, 3>& w_qry, const xt::xtensor<T, 3>& w_key);
 
 // Head h's values X W_val^h of a (C, H, W) image: (heads, H, W, D_h).
 template <class T> HeadMaps<T> head_values(const MhsaLayer<T>& layer, const Image<T>& x);
