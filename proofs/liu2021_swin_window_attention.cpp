@@ -191,11 +191,15 @@ template <class T> Outcome verify(const Case& c, const SwinParams& p) {
   out.default_tolerance = {{"max_abs", han_allowance}, {"expressed_max_abs", threshold}, {"coverage_exceptions", 0}};
   out.roundoff_tolerance = {{"max_abs", han_allowance}, {"expressed_max_abs", bound.roundoff(options.alpha)},
                             {"coverage_exceptions", 0}};
-  out.message = "W-MSA expresses the convolution on " + std::to_string(plain.agree) + " of " +
-                std::to_string(height * width) + " pixels, SW-MSA on " + std::to_string(shifted.agree) + "; " +
-                std::to_string(neither) + " pixels are expressed by neither (so W-MSA then SW-MSA, each "
-                "built this way, does not give the convolution on every pixel); max_abs is check 1 (Han et al.'s "
-                "rewrite), whole_max_abs W-MSA against the convolution over the whole image";
+  out.message = "W-MSA is within the finite-alpha bound of the convolution on " + std::to_string(plain.agree) + " of " +
+                std::to_string(height * width) + " pixels (" + std::to_string(plain.predicted) +
+                " predicted: their K x K neighbourhood lies inside their window), SW-MSA on " +
+                std::to_string(shifted.agree) + " (" + std::to_string(shifted.predicted) + " predicted); " +
+                (neither > 0 ? std::to_string(neither) + " pixels are expressed by neither (so W-MSA then SW-MSA, "
+                                                         "each built this way, does not give the convolution on every pixel)"
+                             : std::string("every pixel is within the bound for one of them")) +
+                "; max_abs is check 1 (Han et al.'s rewrite), whole_max_abs W-MSA against the convolution over the "
+                "whole image";
   out.tensors = conv_tensors<T>(x, expected, w_msa, conv.w, conv.b);
   out.tensors.push_back({"actual_shifted", xt::xarray<T>(sw_msa)});
   out.tensors.push_back({"table", xt::xarray<T>(table)});
