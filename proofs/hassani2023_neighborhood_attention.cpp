@@ -84,12 +84,12 @@ template <class T> HeadMaps<T> zero_maps(const HeadMaps<T>& like) {
 // Check 1: a layer with content (W_qry, W_key in the first C_in key dimensions)
 // and a positional term v . r_delta (the last 3, W^_key = [0; I_3], u = 0), so
 // that the dense engine's score is q . k + v . r_delta: a relative position bias.
-template <class T> struct GlobalCheck {
+struct GlobalCheck {
   double max_abs = 0, rel_l2 = 0, allowance = 0;
   int side = 0;
 };
 template <class T>
-GlobalCheck<T> global_check(const MhsaLayer<T>& construction, const Image<T>& x, const CaseTensors& tensors) {
+GlobalCheck global_check(const MhsaLayer<T>& construction, const Image<T>& x, const CaseTensors& tensors) {
   const std::size_t c_in = x.shape(0), heads = construction.heads.size();
   const int side = int(std::min(x.shape(1), x.shape(2)) - 1) / 2 * 2 + 1;
   const Image<T> crop = xt::view(x, xt::all(), xt::range(0, side), xt::range(0, side));
@@ -188,7 +188,7 @@ template <class T> Outcome verify(const Case& c, const NeighborhoodParams& p) {
   const Difference versus_global = compare(unpadded, global);
 
   // 1. The window as large as the image: global attention.
-  const GlobalCheck<T> g = global_check(layer, x, tensors);
+  const GlobalCheck g = global_check(layer, x, tensors);
 
   const double padded_bound = bound(options.alpha);
   Outcome out;
