@@ -1,0 +1,145 @@
+// Pan et al., CVPR 2022, the ACmix attention path (its public reference code)
+// against neighborhood attention (Hassani et al., CVPR 2023) on the same weights:
+// ACmix takes each query's k_att x k_att window from the reflection-padded
+// maps k, v, pe; neighborhood attention clamps the window inside the image
+// (NATTEN's start). Their score q s . (k + pe_q - pe_k) is, up to the
+// per-query constant q s . pe_q that the softmax drops, neighborhood
+// attention's score with q' = q s, k' = k - pe and no bias. The two agree
+// in the interior and differ in a border band of k_att // 2 per side,
+// measured here with the size of the difference (docs/design.md, "Local attention").
+#include <algorithm>
+#include <cmath>
+#include <xtensor/xview.hpp>
+
+#include "acmix/pointwise.hpp"
+#include "acmix/state_dict.hpp"
+#include "acmix/window_attention_loop.hpp"
+#include "acmix2022_case.hpp"
+#include "harness/errors.hpp"
+#include "harness/short_number.hpp"
+#include "local/neighborhood_attention.hpp"
+#include "local_common.hpp"
+#include "metrics/compare.hpp"
+#include "proof/common_params.hpp"
+#include "proof/proof_spec.hpp"
+
+namespace attnconv {
+namespace {
+
+AcmixParams parse(const Case& c) {
+  const AcmixParams p = parse_acmix_case(c);
+  if (p.config.stride != 1)
+    throw ParamError("stride", "neighborhood attention keeps every query: stride must be 1");
+  if (std::min(p.image[0], p.image[1]) < p.config.kernel_att)
+    throw ParamError("kernel_att", "the clamped window needs every image side >= kernel_att = " +
+                                       std::to_string(p.config.kernel_att));
+  return p;
+}
+
+template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
+  const AcmixCase<T> ac = acmix_case_tensors<T>(c, p);
+  const AcmixConfig& config = ac.config;
+  const AcmixWeights<T>& w = ac.weights;
+  const int height = p.image[0], width = p.image[1], hd = config.head_dim(), ka = config.kernel_att;
+  const std::size_t heads = std::size_t(config.heads);
+  OpCounter counter;
+  const AcmixStage1<T> s1 = acmix_stage1(w, ac.input, counter);
+  const Image<T> reflected = acmix_attention_path(config, w, s1, counter);
+  const Difference versus_loop = compare(reflected, window_attention_loop(config, w, ac.input));
+
+  // The same scores with clamped windows: q' = q hd^-1/2, k' = k - pe, v' = v.
+  const Image<T> pe = pointwise_conv(position_map<T>(height, width), w.conv_p_weight,
+                                     std::optional<Vector<T>>(w.conv_p_bias), counter, "position");
+  const T scaling = T(1) / std::sqrt(T(hd));
+  HeadMaps<T> q({heads, std::size_t(height), std::size_t(width), std::size_t(hd)}), k(q.shape()), v(q.shape());
+  for (std::size_t n = 0; n < heads; ++n)
+    for (int i = 0; i < height; ++i)
+      for (int j = 0; j < width; ++j)
+        for (int d = 0; d < hd; ++d) {
+          const std::size_t ch = n * std::size_t(hd) + std::size_t(d);
+          q(n, i, j, d) = s1.q(ch, i, j) * scaling;
+          k(n, i, j, d) = s1.k(ch, i, j) - pe(d, i, j);
+          v(n, i, j, d) = s1.v(ch, i, j);
+        }
+  const xt::xtensor<T, 3> no_bias = xt::zeros<T>({heads, std::size_t(2 * ka - 1), std::size_t(2 * ka - 1)});
+  const HeadMaps<T> clamped_heads = neighborhood_attention(q, k, v, no_bias, ka, 1);
+  Image<T> clamped({std::size_t(config.out_channels), std::size_t(height), std::size_t(width)});
+  for (std::size_t n = 0; n < heads; ++n)
+    for (int d = 0; d < hd; ++d)
+      xt::view(clamped, n * std::size_t(hd) + std::size_t(d)) = xt::view(clamped_heads, n, xt::all(), xt::all(), d);
+
+  // Agreement to round-off: the scores are sums of hd products |q s| (|k| + 2 |pe|);
+  // the dropped constant q s . pe_q is one of the terms the two forms round differently.
+  const double q_max = double(xt::amax(xt::abs(q))()), k_max = double(xt::amax(xt::abs(s1.k))());
+  const double pe_max = double(xt::amax(xt::abs(pe))()), v_max = double(xt::amax(xt::abs(v))());
+  const double score_scale = hd * q_max * (k_max + 2 * pe_max);
+  const double allowance = softmax_roundoff(double(2 * hd + 2), double(ka * ka), std::numeric_limits<T>::epsilon() / 2,
+                                            score_scale, v_max, v_max);
+  const BorderBand band = measure_band(pixel_difference(clamped, reflected), allowance);
+  const int r = ka / 2;
+  const std::array<int, 4> band_expected{r, r, r, r};
+  const Difference whole = compare(clamped, reflected);
+  const double scale = double(xt::amax(xt::abs(reflected))());
+
+  Outcome out;
+  out.metrics = {{"max_abs", whole.max_abs},
+                 {"rel_l2", whole.rel_l2},
+                 {"interior_max_abs", band.interior_max},
+                 {"allowance", allowance},
+                 {"band_sides", band.sides_json()},
+                 {"band_sides_expected", band_expected},
+                 {"band_error", band.error(band_expected)},
+                 {"band_exceptions", band.exceptions},
+                 {"band_max_abs", band.band_max},
+                 {"band_relative", scale > 0 ? band.band_max / scale : band.band_max},
+                 {"attention_loop_max_abs", versus_loop.max_abs}};
+  out.default_tolerance = {{"interior_max_abs", allowance}, {"band_error", 0}, {"attention_loop_max_abs", allowance}};
+  out.message = "reflected (ACmix) and clamped (neighborhood) windows agree to round-off in the interior and differ "
+                "in a band of " + band.sides_json().dump() + " (expected " + std::to_string(r) + " per side) by up to " +
+                short_number(band.band_max) + " (" + short_number(scale > 0 ? band.band_max / scale : band.band_max) +
+                " of the largest output); max_abs and rel_l2 are over the whole image, band included";
+  out.tensors = {{"input", xt::xarray<T>(ac.input)},
+                 {"expected", xt::xarray<T>(reflected)},
+                 {"actual", xt::xarray<T>(clamped)}};
+  for (auto& [key, tensor] : acmix_state_dict(w)) out.tensors.push_back({key, xt::xarray<T>(tensor)});
+  return out;
+}
+
+const bool registered = register_proof(make_proof<AcmixParams>({
+    .id = "acmix2022.window_vs_neighborhood",
+    .paper = "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022 (the reference code's "
+             "attention path), against Hassani et al., Neighborhood Attention Transformer, CVPR 2023",
+    .statement = "ACmix's attention path (windows of the reflection-padded maps) and neighborhood attention (windows "
+                 "clamped inside the image) on the same weights agree in the interior to round-off and differ in a "
+                 "border band of kernel_att // 2 per side.",
+    .params = [] {
+      std::vector<ParamSpec> params = acmix_case_params(7, "convolution kernel of the module (unused by this proof)",
+                                                        stride_param(ParamKind::integer, "must be 1"));
+      params.insert(params.end(), {
+          {.name = "projection_bias", .kind = ParamKind::boolean, .default_value = true, .help = "conv1..3 biases (false: zero)"},
+          dtype_param(),
+          seed_param(),
+      });
+      return params;
+    }(),
+    .parse = parse,
+    .verify = {verify<float>, verify<double>},
+    .metrics = distance_metrics("clamped against reflected windows, whole image, band included", {
+        {.name = "interior_max_abs", .type = "number", .help = "inside the measured band: round-off", .error = true},
+        {.name = "allowance", .type = "number", .help = "the round-off allowance: agreement per pixel"},
+        {.name = "band_sides", .type = "array", .help = "measured band [top, bottom, left, right]", .nullable = true},
+        {.name = "band_sides_expected", .type = "array", .help = "kernel_att // 2 per side"},
+        {.name = "band_error", .type = "integer", .help = "sum over sides of |measured - expected| plus band_exceptions",
+         .error = true},
+        {.name = "band_exceptions", .type = "integer", .help = "pixels inside the box that differ or outside it that agree",
+         .error = true},
+        {.name = "band_max_abs", .type = "number", .help = "the size of the difference in the band"},
+        {.name = "band_relative", .type = "number", .help = "band_max_abs over the largest |output|"},
+        {.name = "attention_loop_max_abs", .type = "number",
+         .help = "ACmix's attention path against its independent loop (src/acmix/window_attention_loop)", .error = true},
+    }),
+    .expected_tensors = acmix_case_tensor_shapes,
+}));
+
+}  // namespace
+}  // namespace attnconv

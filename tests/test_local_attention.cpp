@@ -1,0 +1,116 @@
+// The local attention variants (src/local/): pinned against the independent
+// PyTorch statement of tests/fixtures/make_local_fixtures.py (float64, 1e-12
+// relative), NATTEN's window start on hand-worked axes, and Han et al.'s
+// rewrite of Swin's window attention as a locally connected layer.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <xtensor/xnpy.hpp>
+
+#include "local/neighborhood_attention.hpp"
+#include "local/window_attention.hpp"
+#include "metrics/compare.hpp"
+
+using namespace attnconv;
+
+namespace {
+
+const std::string fixture_dir = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/local/";
+
+template <class A, class E> double relative_max(const A& actual, const E& expected) {
+  const double scale = double(xt::amax(xt::abs(expected))());
+  return compare(actual, expected).max_abs / (scale > 0 ? scale : 1.0);
+}
+
+std::vector<nlohmann::json> fixture_entries(const std::string& kind) {
+  std::ifstream stream(fixture_dir + "manifest.json");
+  REQUIRE(stream);
+  const nlohmann::json manifest = nlohmann::json::parse(stream);
+  std::vector<nlohmann::json> entries;
+  for (const auto& e : manifest["cases"])
+    if (e["kind"] == kind) entries.push_back(e);
+  return entries;
+}
+
+HeadMaps<double> load(const nlohmann::json& entry, const std::string& key) {
+  return xt::load_npy<double>(fixture_dir + entry["name"].get<std::string>() + "/" + key + ".npy");
+}
+
+}  // namespace
+
+TEST_CASE("neighborhood_start is NATTEN's clamped window start", "[local_attention]") {
+  // L = 7, K = 3: the border queries keep 3 keys, shifted inward.
+  CHECK(neighborhood_start(0, 7, 3, 1) == 0);
+  CHECK(neighborhood_start(1, 7, 3, 1) == 0);
+  CHECK(neighborhood_start(3, 7, 3, 1) == 2);
+  CHECK(neighborhood_start(6, 7, 3, 1) == 4);
+  // L = 11, K = 3, d = 2: the even positions 0..10 (6 of them) and the odd 1..9 (5).
+  CHECK(neighborhood_start(0, 11, 3, 2) == 0);
+  CHECK(neighborhood_start(1, 11, 3, 2) == 1);
+  CHECK(neighborhood_start(10, 11, 3, 2) == 6);
+  CHECK(neighborhood_start(9, 11, 3, 2) == 5);
+  // Every window holds K keys of the query's residue inside the axis and contains the query.
+  for (int length : {9, 10, 13})
+    for (int kernel : {1, 3})
+      for (int dilation : {1, 2, 3})
+        for (int i = 0; i < length; ++i) {
+          const int start = neighborhood_start(i, length, kernel, dilation);
+          const int last = start + (kernel - 1) * dilation;
+          INFO("L " << length << " K " << kernel << " d " << dilation << " i " << i);
+          CHECK(start >= 0);
+          CHECK(last < length);
+          CHECK(start % dilation == i % dilation);
+          CHECK(start <= i);
+          CHECK(i <= last);
+        }
+  CHECK_THROWS_AS(neighborhood_start(0, 5, 3, 2), std::invalid_argument);  // needs L >= K d = 6
+  CHECK_THROWS_AS(neighborhood_start(0, 9, 4, 1), std::invalid_argument);  // even window
+}
+
+TEST_CASE("neighborhood attention matches every PyTorch fixture", "[local_attention]") {
+  const auto entries = fixture_entries("neighborhood");
+  REQUIRE(entries.size() >= 5);
+  for (const auto& e : entries) {
+    INFO("fixture " << e["name"]);
+    const xt::xtensor<double, 3> rpb = xt::load_npy<double>(fixture_dir + e["name"].get<std::string>() + "/rpb.npy");
+    const HeadMaps<double> out = neighborhood_attention(load(e, "q"), load(e, "k"), load(e, "v"), rpb,
+                                                        e["kernel"].get<int>(), e["dilation"].get<int>());
+    CHECK(relative_max(out, load(e, "output")) < 1e-12);
+  }
+}
+
+TEST_CASE("Swin window attention matches every PyTorch fixture, and Han et al.'s locally connected form equals it",
+          "[local_attention]") {
+  const auto entries = fixture_entries("swin");
+  REQUIRE(entries.size() >= 4);
+  for (const auto& e : entries) {
+    INFO("fixture " << e["name"]);
+    const Matrix<double> table = xt::load_npy<double>(fixture_dir + e["name"].get<std::string>() + "/table.npy");
+    const int window = e["window"].get<int>(), shift = e["shift"].get<int>();
+    const HeadMaps<double> q = load(e, "q"), k = load(e, "k"), v = load(e, "v");
+    const HeadMaps<double> out = swin_window_attention(q, k, v, table, window, shift);
+    CHECK(relative_max(out, load(e, "output")) < 1e-12);
+    const HeadMaps<double> rewritten = locally_connected(swin_attention_weights(q, k, table, window, shift), v);
+    CHECK(relative_max(rewritten, out) < 1e-12);
+  }
+}
+
+TEST_CASE("Swin's relative position index and shift regions", "[local_attention]") {
+  // M = 2: query (0, 0), key (1, 1) is offset query - key = (-1, -1) -> (0 * 3 + 0).
+  CHECK(swin_bias_index(2, {0, 0}, {1, 1}) == 0);
+  CHECK(swin_bias_index(2, {1, 1}, {0, 0}) == 8);
+  CHECK(swin_bias_index(2, {0, 1}, {0, 1}) == 4);
+  const std::vector<int> none = swin_regions(4, 4, 2, 0);
+  CHECK(std::all_of(none.begin(), none.end(), [](int r) { return r == 0; }));
+  // Hp = Wp = 4, M = 2, s = 1: row slices [0, 2), [2, 3), [3, 4).
+  const std::vector<int> r = swin_regions(4, 4, 2, 1);
+  CHECK(r[0] == 0);
+  CHECK(r[2 * 4 + 0] == 3);
+  CHECK(r[3 * 4 + 3] == 8);
+  CHECK(r[2 * 4 + 3] == 5);
+  CHECK_THROWS_AS(swin_window_attention(HeadMaps<double>(xt::zeros<double>({1, 5, 4, 1})),
+                                        HeadMaps<double>(xt::zeros<double>({1, 5, 4, 1})),
+                                        HeadMaps<double>(xt::zeros<double>({1, 5, 4, 1})),
+                                        Matrix<double>(xt::zeros<double>({9, 1})), 2, 0),
+                  std::invalid_argument);
+}
