@@ -93,8 +93,9 @@ template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kerne
 }
 
 template <class T>
-Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Kernel<T>& w_conv,
-                             const Theorem1Options& options, const std::string& engine) {
+Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Theorem1Options& options,
+                             const std::string& engine) {
+  const Kernel<T>& w_conv = check.dense_weight;  // block-diagonal slices for a grouped convolution
   const Difference d = compare(check.actual, check.expected);
   const FiniteAlphaBound& b = check.bound;
   const double bound = b(options.alpha);
@@ -162,9 +163,9 @@ Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const
 
 template double weight_distance(const MhsaLayer<float>&, const Kernel<float>&, int);
 template double weight_distance(const MhsaLayer<double>&, const Kernel<double>&, int);
-template Outcome construction_outcome(const Case&, const Theorem1Check<float>&, const Kernel<float>&,
-                                      const Theorem1Options&, const std::string&);
-template Outcome construction_outcome(const Case&, const Theorem1Check<double>&, const Kernel<double>&,
-                                      const Theorem1Options&, const std::string&);
+template Outcome construction_outcome(const Case&, const Theorem1Check<float>&, const Theorem1Options&,
+                                      const std::string&);
+template Outcome construction_outcome(const Case&, const Theorem1Check<double>&, const Theorem1Options&,
+                                      const std::string&);
 
 }  // namespace attnconv

@@ -54,7 +54,7 @@ template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kerne
 // {"max_abs": bound}, the round-off one {"max_abs": roundoff_allowance}; the
 // converse's predicted failure is weight_distance >= failure_floor.
 template <class T>
-Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Kernel<T>& w_conv,
-                             const Theorem1Options& options, const std::string& engine);
+Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Theorem1Options& options,
+                             const std::string& engine);
 
 }  // namespace attnconv
