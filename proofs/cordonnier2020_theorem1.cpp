@@ -41,7 +41,8 @@ Theorem1Params parse(const Case& c) {
   p.options.dilation = p.geometry.dilation;
   p.options.encoding = encoding_from_string(c.params.at("encoding"));
   check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
-  check_hypotheses(c, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.out_channels));
+  check_hypotheses(c, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.in_channels),
+                   int(p.shape.out_channels));
   if (p.options.encoding == Encoding::quadratic_general)
     p.options.precision = random_precisions(p.shared.seed, p.options.heads);
   return p;
@@ -192,7 +193,7 @@ const bool registered = register_proof(make_proof<Theorem1Params>({
         {.name = "heads", .kind = ParamKind::integer, .default_value = nullptr, .help = "N_h (>= K1*K2 for the claim)",
          .minimum = 1},
         {.name = "head_dim", .kind = ParamKind::integer, .default_value = nullptr,
-         .help = "D_h (>= out_channels for an exact construction)", .minimum = 1},
+         .help = "D_h (>= min(in_channels, out_channels) for an exact construction)", .minimum = 1},
         padding_param(),
         padding_mode_param(),
         stride_param(),

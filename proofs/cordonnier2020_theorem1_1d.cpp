@@ -50,7 +50,7 @@ Theorem1dParams parse(const Case& c) {
   p.options.dilation = {1, g.dilation};
   p.options.encoding = Encoding::quadratic_1d;
   check_geometry(as_2d(g), {1, int(p.length)}, {1, int(p.kernel)}, "kernel");
-  check_hypotheses(c, int(p.kernel), p.options, int(p.out_channels));
+  check_hypotheses(c, int(p.kernel), p.options, int(p.in_channels), int(p.out_channels));
   return p;
 }
 
@@ -99,7 +99,7 @@ const bool registered = register_proof(make_proof<Theorem1dParams>({
         {.name = "heads", .kind = ParamKind::integer, .default_value = nullptr, .help = "N_h (>= K for the claim)",
          .minimum = 1},
         {.name = "head_dim", .kind = ParamKind::integer, .default_value = nullptr,
-         .help = "D_h (>= out_channels for an exact construction)", .minimum = 1},
+         .help = "D_h (>= min(in_channels, out_channels) for an exact construction)", .minimum = 1},
         padding_param("int, [left, right], \"same\" or \"valid\""),
         padding_mode_param(),
         stride_param(ParamKind::integer),
