@@ -17,6 +17,7 @@
 #include "construction/theorem1_check.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/dense_engine.hpp"
+#include "ops/conv1d_blocked.hpp"
 #include "ops/conv2d_blocked.hpp"
 #include "ops/dense_kernel.hpp"
 #include "tensor/random.hpp"
@@ -134,6 +135,41 @@ TEST_CASE("Theorem 1 on PyTorch's grouped and depthwise Conv2d equals PyTorch's 
     ++checked;
   }
   CHECK(checked == 4);  // groups 2, depthwise, depthwise with multiplier 2, depthwise dilated
+}
+
+TEST_CASE("Theorem 1's 1D remark on PyTorch's grouped and depthwise Conv1d equals PyTorch's output", "[groups]") {
+  const std::string root = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/conv1d/";
+  std::ifstream stream(root + "manifest.json");
+  REQUIRE(stream);
+  const auto manifest = nlohmann::json::parse(stream);
+  int checked = 0;
+  for (const auto& f : manifest["cases"]) {
+    const int groups = f.at("groups");
+    if (groups == 1) continue;
+    INFO("fixture " << f.dump());
+    const std::string dir = root + f["name"].get<std::string>() + "/";
+    const Sequence<double> x = xt::load_npy<double>(dir + "input.npy");
+    const Kernel1d<double> w = xt::load_npy<double>(dir + "weight.npy");
+    const Sequence<double> torch_output = xt::load_npy<double>(dir + "output.npy");
+    const std::optional<Vector<double>> bias(xt::load_npy<double>(dir + "bias.npy"));
+    Conv1dGeometry g;
+    g.pad_left = f["padding"][0], g.pad_right = f["padding"][1];
+    g.padding_mode = padding_mode_from_string(f["padding_mode"]);
+    g.stride = f["stride"], g.dilation = f["dilation"], g.groups = groups;
+    Theorem1Options options;
+    options.heads = f["kernel"];
+    options.head_dim = std::min(f["in_channels"].get<int>(), f["out_channels"].get<int>());
+    options.alpha = 60;
+    options.dilation = {1, g.dilation};
+    options.encoding = Encoding::quadratic_1d;
+    const Theorem1Check<double> check = check_theorem1(as_image(x), as_kernel(w), bias, as_2d(g), options, dense_engine());
+    const double roundoff = 1e-12 * double(xt::amax(xt::abs(torch_output))());
+    CHECK(compare(as_sequence(check.expected), torch_output).max_abs <= roundoff);
+    CHECK(check.bound(options.alpha) < 1e-10);
+    CHECK(compare(as_sequence(check.actual), torch_output).max_abs <= check.bound(options.alpha) + roundoff);
+    ++checked;
+  }
+  CHECK(checked == 3);  // groups 2, depthwise, depthwise with multiplier 2
 }
 
 TEST_CASE("heads per (tap, group): value matrices of the block's rank, the same total width N_h D_h", "[groups]") {
