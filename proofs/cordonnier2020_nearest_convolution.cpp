@@ -309,19 +309,20 @@ template <class T> FigureData attention_figure(const Case& c, const NearestParam
   int reach = 1;
   for (std::size_t h = 0; h < heads; ++h) {
     reach = std::max({reach, std::abs(taps[h].tap[0]), std::abs(taps[h].tap[1])});
-    HeatMap map{.title = "head " + std::to_string(h) + ", tap (" + std::to_string(taps[h].tap[0]) + ", " +
-                         std::to_string(taps[h].tap[1]) + "), |Delta - tap| " + short_number(taps[h].center_distance),
+    HeatMap map{.title = "head " + std::to_string(h) + ": (" + std::to_string(taps[h].tap[0]) + ", " +
+                         std::to_string(taps[h].tap[1]) + "), " + short_number(taps[h].center_distance) + " px",
                 .values = xt::cast<double>(xt::view(a.attention, h))};
     grid.panels.push_back(std::move(map));
   }
   reach = std::max({reach, a.kernel[0], a.kernel[1]}) + 1;
+  grid.range = {0, std::max(1e-300, double(xt::amax(a.attention)()))};
   const int qi = a.query[0], qj = a.query[1];
   grid.marker = std::array<int, 2>{qi, qj};
   grid.window = std::array<int, 4>{std::max(0, qi - reach), std::min(int(hp) - 1, qi + reach),
                                    std::max(0, qj - reach), std::min(int(wp) - 1, qj + reach)};
-  const std::string title = c.name + ": attention of each head for query pixel (" + std::to_string(qi) + ", " +
-                            std::to_string(qj) + ") (red box), nearest " + std::to_string(a.kernel[0]) + "x" +
-                            std::to_string(a.kernel[1]) + " convolution";
+  const std::string title = c.name + ": attention for query (" + std::to_string(qi) + ", " + std::to_string(qj) +
+                            ") (red box)\nhead: its nearest tap, |Delta - tap|; " + std::to_string(a.kernel[0]) + "x" +
+                            std::to_string(a.kernel[1]) + " window";
   return {.name = "attention-" + c.name, .title = title, .content = std::move(grid)};
 }
 

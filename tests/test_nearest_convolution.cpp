@@ -77,6 +77,14 @@ TEST_CASE("The Theorem 1 construction at alpha = 60 gives back its convolution's
   CHECK(out.metrics["max_abs"].get<double>() < 1e-13);
   CHECK(judge(c, out).verdict == "holds");
 
+  // The figure: one panel per head, titled with its tap and distance.
+  const std::vector<FigureData> figures = find_proof(proof_id)->figures(c, out.metrics);
+  REQUIRE(figures.size() == 1);
+  const auto& grid = std::get<HeatMapGrid>(figures[0].content);
+  REQUIRE(grid.panels.size() == 9);
+  CHECK(grid.panels[0].title == "head 0: (-1, -1), 0 px");
+  CHECK(grid.panels[8].title == "head 8: (1, 1), 0 px");
+
   // "auto" finds the 3 x 3 window, and the head taps are the construction's.
   json params = c.params;
   params["kernel"] = "auto";
