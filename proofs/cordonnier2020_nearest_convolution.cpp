@@ -232,7 +232,8 @@ std::string verdict_message(const std::vector<HeadTap>& taps, const TapCoverage&
   }
   if (unlike.empty()) m << "Every head puts most of its attention on one tap";
   else {
-    m << unlike.size() << " of " << taps.size() << " heads are not convolution-like:";
+    m << unlike.size() << " of " << taps.size() << (unlike.size() == 1 ? " heads is" : " heads are")
+      << " not convolution-like:";
     for (std::size_t i = 0; i < unlike.size(); ++i) m << (i ? ", " : " ") << unlike[i];
   }
   m << "; centres at most " << short_number(worst_distance) << " px off the grid, leaks at most "
@@ -335,10 +336,6 @@ ParamSpec size_param(const char* name, const char* help, json default_value = nu
           .minimum = minimum, .maximum = 4096};
 }
 
-MetricSpec number_metric(const char* name, const char* help, bool always = true) {
-  return {.name = name, .type = "number", .help = help, .always = always};
-}
-
 const bool registered = register_proof(make_proof<NearestParams>({
     .id = "cordonnier2020.nearest_convolution",
     .paper = cordonnier2020("Section 4 (learned quadratic attention) against Theorem 1"),
@@ -392,8 +389,9 @@ const bool registered = register_proof(make_proof<NearestParams>({
          {.name = "convolution_like_heads", .type = "integer",
           .help = "heads with their tap in the window and a leak of at most 0.5"},
          {.name = "engine", .type = "string", .help = "the MHSA engine that ran (auto: separable where exact)"},
-         number_metric("content_share",
-                       "with content terms: rel_l2 of the output without them against the output with them", false)}),
+         {.name = "content_share", .type = "number",
+          .help = "with content terms: rel_l2 of the output without them against the output with them",
+          .always = false}}),
     .expected_tensors = expected_tensors,
     .figures = figures,
 }));
