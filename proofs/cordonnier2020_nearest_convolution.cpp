@@ -40,6 +40,7 @@ struct NearestParams {
   std::optional<std::array<int, 2>> kernel;    // none: "auto"
   double mass = 0.99;
   double alpha = 1;                            // A_h = alpha I when the case gives neither precisions nor alphas
+  bool loads_precisions = false, loads_alphas = false;  // never drawn from the seed
   Dtype dtype = Dtype::float64;
   std::uint64_t seed = 0;
 };
@@ -102,7 +103,9 @@ NearestParams parse(const Case& c) {
   p.alpha = get_number(c.params, "alpha");
   p.dtype = case_dtype(c);
   p.seed = case_seed(c);
-  if (has_case_tensor(c, "precisions") && has_case_tensor(c, "alphas"))
+  p.loads_precisions = has_case_tensor(c, "precisions");
+  p.loads_alphas = has_case_tensor(c, "alphas");
+  if (p.loads_precisions && p.loads_alphas)
     throw InputError(where(c, "alphas") + "give either precisions (A_h) or alphas (A_h = alpha_h I), not both");
   if (p.key_dim == 0 && (has_case_tensor(c, "w_qry") || has_case_tensor(c, "w_key")))
     throw ParamError("key_dim", "is 0 (no content terms), but the case gives w_qry or w_key: set key_dim to their D_k");
@@ -113,12 +116,13 @@ NearestParams parse(const Case& c) {
 TensorShapes expected_tensors(const NearestParams& p) {
   const std::size_t h = std::size_t(p.image[0]), w = std::size_t(p.image[1]);
   TensorShapes out{{"centers", {p.heads, 2}},
-                   {"precisions", {p.heads, 2, 2}},
-                   {"alphas", {p.heads}},
                    {"w_val", {p.heads, p.in_channels, p.head_dim}},
                    {"w_out", {p.heads * p.head_dim, p.out_channels}},
                    {"b_out", {p.out_channels}},
                    {"input", {p.in_channels, h, w}}};
+  // A_h comes from a file or from the `alpha` parameter, never from the seed.
+  if (p.loads_precisions) out["precisions"] = {p.heads, 2, 2};
+  if (p.loads_alphas) out["alphas"] = {p.heads};
   if (p.key_dim > 0) {
     out["w_qry"] = {p.heads, p.in_channels, p.key_dim};
     out["w_key"] = {p.heads, p.in_channels, p.key_dim};

@@ -260,3 +260,32 @@ TEST_CASE("A precision that is not positive semi-definite is refused before anyt
                                             "precision is not positive semi-definite"));
   CHECK_FALSE(fs::exists(dir.path / "out" / "report.json"));
 }
+
+TEST_CASE("nearest_convolution refuses a window that does not fit, a bad kernel and two kinds of precision",
+          "[nearest_convolution]") {
+  const auto load = [](const std::string& params) {
+    return load_case_text(R"({"cases": [{"name": "k", "proof": "cordonnier2020.nearest_convolution", "params": )" +
+                              params + "}]}",
+                          "k.json");
+  };
+  const std::string sizes = R"("image": [4, 5], "in_channels": 1, "out_channels": 1, "heads": 2, "head_dim": 1)";
+  CHECK_THROWS_WITH(load("{" + sizes + R"(, "kernel": [5, 3]})"),
+                    Catch::Contains("key 'params.kernel': the 5x3 window must fit the 4x5 image"));
+  CHECK_THROWS_WITH(load("{" + sizes + R"(, "kernel": "big"})"),
+                    Catch::Contains("must be \"auto\", an integer or a pair of integers"));
+  const Case automatic = load("{" + sizes + "}").at(0);
+  CHECK(automatic.params["kernel"] == "auto");
+  // A_h from the alpha parameter: neither precisions nor alphas is "drawn from the seed".
+  CHECK_FALSE(automatic.provenance.contains("precisions"));
+  CHECK_FALSE(automatic.provenance.contains("alphas"));
+  CHECK(automatic.provenance.contains("centers"));
+
+  ScratchDir dir("nc_both");
+  xt::dump_npy((dir.path / "p.npy").string(), xt::xarray<double>(xt::zeros<double>({2, 2, 2})));
+  xt::dump_npy((dir.path / "a.npy").string(), xt::xarray<double>(xt::ones<double>({2})));
+  testing::write_text(dir.path / "both.json",
+                      R"({"cases": [{"name": "both", "proof": "cordonnier2020.nearest_convolution", "params": {)" +
+                          sizes + R"(}, "weights": {"precisions": "p.npy", "alphas": "a.npy"}}]})");
+  CHECK_THROWS_WITH(load_case_file((dir.path / "both.json").string()),
+                    Catch::Contains("key 'weights.alphas': give either precisions"));
+}
