@@ -5,6 +5,7 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
+#include "cli/plot.hpp"
 #include "cli_support.hpp"
 #include "construction/gaussian_attention.hpp"
 #include "construction/nearest_convolution.hpp"
@@ -288,4 +289,23 @@ TEST_CASE("nearest_convolution refuses a window that does not fit, a bad kernel 
                           sizes + R"(}, "weights": {"precisions": "p.npy", "alphas": "a.npy"}}]})");
   CHECK_THROWS_WITH(load_case_file((dir.path / "both.json").string()),
                     Catch::Contains("key 'weights.alphas': give either precisions"));
+}
+
+TEST_CASE("plot draws the trained layer's own heads, from the tensors its case loaded", "[nearest_convolution]") {
+  ScratchDir dir("nc_plot");
+  const std::string cases = std::string(ATTNCONV_SOURCE_DIR) + "/cases/nearest_convolution.json";
+  const auto ran = testing::run_cli("run '" + cases + "' --filter nc-trained-3x3 --out '" + (dir.path / "r").string() +
+                                    "' --quiet");
+  REQUIRE(ran.code == 0);
+  const json report = json::parse(testing::read_text(dir.path / "r" / "report.json"));
+  const json& metrics = report["cases"][0]["metrics"];
+  PlotOptions options;
+  options.out_dir = (dir.path / "fig").string();
+  options.gnuplot = "true";  // writes the .dat and .gp files; draws nothing
+  plot_report(report, options);
+  const std::string script = testing::read_text(dir.path / "fig" / "attention-nc-trained-3x3.gp");
+  // The trained centres (tests/fixtures/nearest_convolution/trained/centers.npy), not seeded ones.
+  CHECK(metrics["tap"][0] == json({1, 0}));
+  CHECK_THAT(script, Catch::Contains("head 0: (1, 0), 0.21 px"));
+  CHECK_THAT(script, Catch::Contains("head 8: (-1, 0), 0.567 px"));
 }
