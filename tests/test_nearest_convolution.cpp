@@ -13,6 +13,7 @@
 #include "harness/case_loader.hpp"
 #include "harness/verdict.hpp"
 #include "mhsa/dense_engine.hpp"
+#include "mhsa/engine.hpp"
 #include "reference/mhsa.hpp"
 #include "tensor/random.hpp"
 
@@ -308,4 +309,37 @@ TEST_CASE("plot draws the trained layer's own heads, from the tensors its case l
   CHECK(metrics["tap"][0] == json({1, 0}));
   CHECK_THAT(script, Catch::Contains("head 0: (1, 0), 0.21 px"));
   CHECK_THAT(script, Catch::Contains("head 8: (-1, 0), 0.567 px"));
+}
+
+TEST_CASE("Gaussian-attention layers through run_mhsa (auto) agree with the plain Eq. 8 loops, over samples",
+          "[nearest_convolution]") {
+  for (std::uint64_t seed = 0; seed < 24; ++seed) {
+    Random random(100 + seed);
+    const std::size_t heads = 1 + seed % 4, c_in = 1 + seed % 3, d_h = 1 + seed % 2, c_out = 1 + (seed / 2) % 3;
+    const std::size_t h = 2 + seed % 5, w = 3 + seed % 4;
+    GaussianAttention<double> g;
+    g.centers = random.stream(1).uniform_tensor<double, 2>({heads, 2}) * 3.0;
+    // A = B B^T (PSD); every third sample isotropic (a12 = 0: auto may take the separable engine).
+    const xt::xtensor<double, 3> b = random.stream(2).uniform_tensor<double, 3>({heads, 2, 2}) * 2.0;
+    g.precisions = xt::zeros<double>({heads, std::size_t(2), std::size_t(2)});
+    for (std::size_t k = 0; k < heads; ++k)
+      for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t j = 0; j < 2; ++j)
+          g.precisions(k, i, j) = seed % 3 == 0 ? (i == j ? b(k, 0, 0) * b(k, 0, 0) : 0.0)
+                                                : b(k, i, 0) * b(k, j, 0) + b(k, i, 1) * b(k, j, 1);
+    g.w_val = random.stream(3).uniform_tensor<double, 3>({heads, c_in, d_h});
+    g.w_out = random.stream(4).uniform_tensor<double, 2>({heads * d_h, c_out});
+    g.b_out = random.stream(5).uniform_tensor<double, 1>({c_out});
+    if (seed % 2) {
+      g.w_qry = random.stream(6).uniform_tensor<double, 3>({heads, c_in, 2});
+      g.w_key = random.stream(7).uniform_tensor<double, 3>({heads, c_in, 2});
+    }
+    const MhsaLayer<double> layer = to_mhsa_layer(g);
+    const Matrix<double> tokens = random.stream(8).uniform_tensor<double, 2>({h * w, c_in});
+    const Matrix<double> fast = run_mhsa(Engine::auto_, layer, tokens, h, w).y;
+    const xt::xtensor<long double, 2> truth = reference::mhsa(layer, tokens, h, w);
+    const double scale = std::max(1.0, double(xt::amax(xt::abs(truth))()));
+    INFO("seed " << seed);
+    CHECK(max_difference(fast, xt::cast<double>(truth)) <= 1e-12 * scale);
+  }
 }
