@@ -208,6 +208,10 @@ Case report_case(const nlohmann::json& c) {
   out.proof = c.value("proof", "");
   out.params = c["params"];
   out.expect = c.value("expect", "hold");
+  // The tensors the case loaded, from the same files (checked against their SHA-256).
+  out.file = c.value("file", "");
+  out.weights = c.value("weights", nlohmann::json::object());
+  out.provenance = c.value("provenance", nlohmann::json::object());
   return out;
 }
 
