@@ -7,7 +7,7 @@
 namespace attnconv {
 
 template <class T> MhsaLayer<T> to_mhsa_layer(const GaussianAttention<T>& g, bool content) {
-  const std::size_t heads = g.centers.shape(0), d_in = g.w_val.shape(1), d_h = g.w_val.shape(2);
+  const std::size_t heads = g.centers.shape(0), d_in = g.w_val.shape(1);
   const std::size_t d_k = (g.w_qry ? g.w_qry->shape(2) : 0) + 1;
   if (g.precisions.shape(0) != heads || g.w_val.shape(0) != heads || bool(g.w_qry) != bool(g.w_key))
     throw std::invalid_argument("to_mhsa_layer: centres, precisions and w_val need one entry per head, and w_qry "
