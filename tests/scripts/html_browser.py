@@ -52,6 +52,21 @@ with open(page_path, encoding="utf-8") as f:
 with open(os.path.join(work, "again.html"), encoding="utf-8") as f:
     check(f.read() == page, "attnconv html and run --html wrote different pages")
 
+# Bad input and outputs: exit 2 naming the file, nothing written or overwritten.
+missing = attnconv("html", os.path.join(work, "missing.json"))
+check(missing.returncode == 2 and "missing.json" in missing.stderr, f"a missing report: {missing.returncode} {missing.stderr}")
+check(not os.path.exists(os.path.join(work, "report.html")), "a page written for a missing report")
+over = attnconv("html", os.path.join(out, "report.json"), "--out", os.path.join(out, "report.json"))
+check(over.returncode == 2 and "report.json" in over.stderr, f"--out over the report: {over.returncode} {over.stderr}")
+check(load(os.path.join(out, "report.json")) == report, "--out over the report changed it")
+not_report = os.path.join(work, "not_report.json")
+with open(not_report, "w") as f:
+    json.dump({"cases": [{"name": "x"}]}, f)
+bad = attnconv("html", not_report, "--out", page_path)
+check(bad.returncode == 2 and "not_report.json" in bad.stderr, f"a file that is not a report: {bad.returncode} {bad.stderr}")
+with open(page_path, encoding="utf-8") as f:
+    check(f.read() == page, "a refused html command changed the earlier page")
+
 # Without JavaScript: every case and its details are in the HTML.
 class Count(html.parser.HTMLParser):
     def __init__(self):
