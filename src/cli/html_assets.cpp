@@ -12,20 +12,25 @@ nav a{margin-right:1em}
 table{border-collapse:collapse}th,td{text-align:left;padding:.2em .5em;vertical-align:top}
 table.kv{margin:.3em 1.5em .3em 0;font-size:.92em}table.kv caption{text-align:left;font-weight:600}
 table.kv th{font-weight:500;color:#555}table.kv td{word-break:break-all}
+pre.kv{columns:22em 4;column-gap:2em;margin:.3em 0;font-size:.88em;white-space:pre-wrap;word-break:break-all}
+pre.kv b{font:600 1.05em system-ui,sans-serif;break-after:avoid}
 .grid th,.grid td{border-bottom:1px solid #eee}
 #cases{width:100%}#cases thead th{position:sticky;top:0;background:#f4f4f4;border-bottom:2px solid #ccc}
 #cases th button{font:inherit;font-weight:600;border:0;background:none;cursor:pointer;padding:0}
 #cases th[aria-sort=ascending] button::after{content:" \25B2"}#cases th[aria-sort=descending] button::after{content:" \25BC"}
 #cases tr.row{border-top:1px solid #ddd}#cases tr.row:hover,#cases tr.row:focus{background:#eef4ff;outline:none}
 #cases tr.row:focus{box-shadow:inset 3px 0 #1f77b4}
-.js #cases tr.row{cursor:pointer}.js #cases>tbody:not(.open) tr.more{display:none}
-#cases td.n{text-align:right;font-variant-numeric:tabular-nums}
-td.s.pass{color:#1a7f1a}td.s.fail{color:#c00;font-weight:600}td.s.error{color:#a60;font-weight:600}
-tr.more>td{padding:0 .5em .2em 1.5em}tr.more summary{color:#666;font-size:.9em;cursor:pointer}
-.js tr.more summary{display:none}
+.js #cases tr.row{cursor:pointer}.js #cases>tbody:not(.open)>tr+tr{display:none}
+#cases tr.row>td:nth-child(n+5){text-align:right;font-variant-numeric:tabular-nums}
+#cases>tbody[data-status=pass]>tr.row>td:nth-child(3){color:#1a7f1a}
+#cases>tbody[data-status=fail]>tr.row>td:nth-child(3){color:#c00;font-weight:600}
+#cases>tbody[data-status=error]>tr.row>td:nth-child(3){color:#a60;font-weight:600}
+#cases>tbody>tr+tr>td{padding:0 .5em .2em 1.5em}#cases>tbody>tr+tr summary{color:#666;font-size:.9em;cursor:pointer}
+.js #cases>tbody>tr+tr summary{display:none}
 .msg{white-space:pre-wrap;max-width:70em}.tables{display:flex;flex-wrap:wrap}
 .figs svg,.sweeps svg{margin:.3em .6em .3em 0;border:1px solid #ddd;max-width:100%;height:auto}
 svg text{font:11px sans-serif}svg .t{font-weight:600}svg .g{stroke:#e3e3e3}
+#loaded{margin:.3em 0}#loaded summary{font-weight:600;cursor:pointer}
 #controls{margin:.5em 0}#controls input{width:20em}
 .findings li{margin:.3em 0}
 code{font-size:.92em}
@@ -42,6 +47,10 @@ const char* const html_script = R"js(
   var text = document.getElementById("filter-text"), status = document.getElementById("filter-status");
   var shown = document.getElementById("shown");
   controls.hidden = false;
+  bodies.forEach(function (body) {  // the rows open from the keyboard too
+    body.rows[0].tabIndex = 0;
+    body.rows[0].setAttribute("aria-expanded", "false");
+  });
 
   function setOpen(body, open) {
     body.classList.toggle("open", open);

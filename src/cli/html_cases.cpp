@@ -1,5 +1,6 @@
 #include "cli/html_cases.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -26,63 +27,74 @@ std::string text_of(const nlohmann::json& c, const char* key) {
   return c.contains(key) ? html_json(c[key]) : std::string();
 }
 
-// A numeric cell: the shown value and, for sorting, the full one.
+// A numeric cell (its end tag implied, HTML 13.1.2.4): the shown value and,
+// for sorting, the full one.
 std::string number_cell(double value) {
-  if (std::isnan(value)) return "<td class=\"n\" data-v=\"\">-</td>";
-  char full[32];
-  std::snprintf(full, sizeof full, "%.17g", value);
-  return "<td class=\"n\" data-v=\"" + std::string(full) + "\">" + short_number(value) + "</td>";
+  if (std::isnan(value)) return "<td data-v=\"\">-";
+  return "<td data-v=" + nlohmann::json(value).dump() + ">" + short_number(value);  // a JSON number needs no quotes
 }
 
-// key: value pairs of an object, as rows of a two-column table.
-std::string key_table(const std::string& caption, const nlohmann::json& object) {
+// A value as the details show it: a floating-point number with 6 significant
+// digits (report.json holds every digit, and the row sorts by them).
+std::string shown(const nlohmann::json& value) {
+  if (!value.is_number_float()) return html_json(value);
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value.get<double>());
+  return buffer;
+}
+
+// key: value lines of an object under a caption, for a <pre>.
+std::string key_lines(const std::string& caption, const nlohmann::json& object) {
   if (!object.is_object() || object.empty()) return "";
-  std::string out = "<table class=\"kv\"><caption>" + caption + "</caption>";
-  for (const auto& [key, value] : object.items())
-    out += "<tr><th>" + xml_escape(key) + "</th><td>" + html_json(value) + "</td></tr>";
-  return out + "</table>";
+  std::string out = "<b>" + caption + "</b>\n";
+  for (const auto& [key, value] : object.items()) out += xml_escape(key) + ": " + shown(value) + "\n";
+  return out;
 }
 
-// Where each tensor came from: drawn from a seed, or loaded (file, bytes, SHA-256).
-std::string provenance_table(const nlohmann::json& provenance) {
+// Where each tensor came from, tensors of one source on one line: drawn from
+// a seed, or loaded (file, bytes, SHA-256).
+std::string provenance_lines(const nlohmann::json& provenance) {
   if (!provenance.is_object() || provenance.empty()) return "";
-  std::string out = "<table class=\"kv\"><caption>tensors</caption>";
+  std::vector<std::pair<std::string, std::string>> sources;  // source, its tensors
   for (const auto& [tensor, source] : provenance.items()) {
-    out += "<tr><th>" + xml_escape(tensor) + "</th><td>";
+    std::string text;
     if (source.is_object() && source.contains("drawn_from_seed"))
-      out += "drawn from seed " + html_json(source["drawn_from_seed"]);
+      text = "drawn from seed " + html_json(source["drawn_from_seed"]);
     else if (source.is_object() && source.contains("file"))
-      out += "loaded from " + html_json(source["file"]) + " (" + text_of(source, "bytes") + " bytes, SHA-256 <code>" +
-             text_of(source, "sha256") + "</code>)";
+      text = "loaded from " + html_json(source["file"]) + " (" + text_of(source, "bytes") + " bytes, SHA-256 " +
+             text_of(source, "sha256") + ")";
     else
-      out += html_json(source);
-    out += "</td></tr>";
+      text = html_json(source);
+    const auto same = std::find_if(sources.begin(), sources.end(), [&](const auto& s) { return s.first == text; });
+    if (same == sources.end())
+      sources.push_back({text, xml_escape(tensor)});
+    else
+      same->second += ", " + xml_escape(tensor);
   }
-  return out + "</table>";
+  std::string out = "<b>tensors</b>\n";
+  for (const auto& [text, tensors] : sources) out += tensors + ": " + text + "\n";
+  return out;
 }
 
 std::string case_body(const nlohmann::json& c, std::size_t i, const CaseLinks& links) {
-  const std::string status = c.value("status", "");
-  const std::string name = text_of(c, "name");
-  std::string out = "<tbody id=\"" + case_anchor(i) + "\" data-status=\"" + xml_escape(status) +
-                    "\"><tr class=\"row\" tabindex=\"0\" aria-expanded=\"false\"><td>" + name + "</td><td>" +
-                    text_of(c, "proof") + "</td><td class=\"s " + xml_escape(status) + "\">" + xml_escape(status) +
-                    "</td><td>" + text_of(c, "verdict") + "</td>" + number_cell(metric(c, "max_abs")) +
+  std::string out = "<tbody id=" + case_anchor(i) + " data-status=\"" + xml_escape(c.value("status", "")) +
+                    "\"><tr class=row><td>" + text_of(c, "name") + "<td>" + text_of(c, "proof") + "<td>" +
+                    text_of(c, "status") + "<td>" + text_of(c, "verdict") + number_cell(metric(c, "max_abs")) +
                     number_cell(metric(c, "rel_l2")) + number_cell(metric(c, "bound")) +
                     number_cell(c.value("seconds", nlohmann::json()).is_number() ? c["seconds"].get<double>() : std::nan("")) +
-                    "</tr><tr class=\"more\"><td colspan=\"8\"><details><summary>details of " + name +
-                    "</summary><p class=\"msg\">" + text_of(c, "message") + "</p>";
+                    "<tr><td colspan=8><details><summary>details</summary><p class=msg>" + text_of(c, "message") + "</p>";
   nlohmann::json about = nlohmann::json::object();
-  for (const char* key : {"file", "expect", "tolerance", "sweep_group", "sweep_point"})
+  for (const char* key : {"file", "expect", "tolerance"})  // the name holds the sweep point
     if (c.contains(key) && !(c[key].is_object() && c[key].empty())) about[key] = c[key];
-  out += "<div class=\"tables\">" + key_table("case", about) + key_table("params", c["params"]) +
-         key_table("metrics", c.value("metrics", nlohmann::json::object())) +
-         provenance_table(c.value("provenance", nlohmann::json::object())) + "</div>";
+  // one block, flowing into columns (html_assets.cpp, pre.kv)
+  out += "<pre class=kv>" + key_lines("case", about) + key_lines("params", c["params"]) +
+         key_lines("metrics", c.value("metrics", nlohmann::json::object())) +
+         provenance_lines(c.value("provenance", nlohmann::json::object())) + "</pre>";
   if (const auto sweep = links.sweep_anchor.find(alpha_sweep_group(c)); sweep != links.sweep_anchor.end())
-    out += "<p><a href=\"#" + sweep->second + "\">its alpha sweep and fit</a></p>";
+    out += "<a href=\"#" + sweep->second + "\">its alpha sweep</a>";
   if (const auto figures = links.figures.find(&c); figures != links.figures.end())
-    out += "<div class=\"figs\">" + figures->second + "</div>";
-  return out + "</details></td></tr></tbody>\n";
+    out += "<div class=figs>" + figures->second + "</div>";
+  return out + "</details>\n";  // the end tags of td, tr and tbody implied (HTML 13.1.2.4)
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ std::string header(const json& report, const std::string& source) {
       {"compiler", &env, "compiler"},    {"BLAS", &env, "blas"},              {"BLAS threads", &env, "blas_threads"},
       {"engine threads", &env, "engine_threads"}, {"host", &env, "host"},     {"start time", &env, "start_time"},
       {"jobs", &run, "jobs"}};
-  out += "<table class=\"kv\" id=\"provenance\"><caption>provenance</caption>";
+  out += "<div class=\"tables\"><table class=\"kv\" id=\"provenance\"><caption>provenance</caption>";
   for (const auto& [label, object, key] : rows)
     out += std::string("<tr><th>") + label + "</th><td>" + field(*object, key) + "</td></tr>";
   if (report.contains("shard")) out += "<tr><th>shard</th><td>" + html_json(report["shard"].value("index", json())) + " of " +
@@ -61,14 +61,14 @@ std::string header(const json& report, const std::string& source) {
         files[source["file"].dump()] = {field(source, "bytes"), field(source, "sha256")};
   }
   if (!files.empty()) {
-    out += "<table class=\"kv grid\" id=\"loaded\"><caption>loaded files (" + std::to_string(files.size()) +
-           ")</caption><tr><th>file</th><th>bytes</th><th>SHA-256</th></tr>";
+    out += "<details id=\"loaded\"><summary>the cases loaded " + std::to_string(files.size()) +
+           " files: their SHA-256</summary><table class=\"kv grid\"><tr><th>file</th><th>bytes</th><th>SHA-256</th></tr>";
     for (const auto& [file, about] : files)
       out += "<tr><td>" + html_json(json::parse(file)) + "</td><td>" + about.first + "</td><td><code>" + about.second +
              "</code></td></tr>";
-    out += "</table>";
+    out += "</table></details>";
   }
-  return out + "</header>";
+  return out + "</div></header>";
 }
 
 // The alpha sweeps: a table of their fits and a figure each.
