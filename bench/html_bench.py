@@ -20,14 +20,14 @@ from browser import console_errors, start_browser  # noqa: E402
 
 binary, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 screenshot = sys.argv[sys.argv.index("--screenshot") + 1] if "--screenshot" in sys.argv else None
-source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 
 
-def run(cases, out):
+def run(cases, out, cwd):
     start = time.time()
-    subprocess.run([binary, "run", cases, "--out", out, "--html", "--quiet", "--jobs", "2"], check=False, cwd=work)
+    subprocess.run([binary, "run", cases, "--out", out, "--html", "--quiet", "--jobs", "2"], check=False, cwd=cwd)
     with open(os.path.join(out, "report.json")) as f:
         count = len(json.load(f)["cases"])
     return count, time.time() - start
@@ -53,7 +53,7 @@ def measure(driver, page, label):
 
 
 # The whole suite.
-count, seconds = run(os.path.join(source, "cases"), os.path.join(work, "suite"))
+count, seconds = run("cases", os.path.join(work, "suite"), source)
 print(f"suite: {count} cases run in {seconds:.1f} s")
 driver = start_browser(1280, 1500)
 try:
@@ -82,7 +82,7 @@ for name in sorted(os.listdir(cases_dir)):
             c["weights"] = {k: os.path.join(cases_dir, v) for k, v in c.get("weights", {}).items()}
         with open(os.path.join(big, name), "w") as f:
             json.dump(data, f)
-count, seconds = run("cases10k", os.path.join(work, "big"))
+count, seconds = run("cases10k", os.path.join(work, "big"), work)
 print(f"10k: {count} cases run in {seconds:.1f} s")
 driver = start_browser()
 try:

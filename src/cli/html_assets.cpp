@@ -15,7 +15,7 @@ table.kv th{font-weight:500;color:#555}table.kv td{word-break:break-all}
 pre.kv{columns:22em 4;column-gap:2em;margin:.3em 0;font-size:.88em;white-space:pre-wrap;word-break:break-all}
 pre.kv b{font:600 1.05em system-ui,sans-serif;break-after:avoid}
 .grid th,.grid td{border-bottom:1px solid #eee}
-#cases{width:100%}#cases thead th{position:sticky;top:0;background:#f4f4f4;border-bottom:2px solid #ccc}
+#cases{width:100%;table-layout:fixed}#cases tr.row>td{overflow-wrap:anywhere}#cases thead th{position:sticky;top:0;background:#f4f4f4;border-bottom:2px solid #ccc}
 #cases th button{font:inherit;font-weight:600;border:0;background:none;cursor:pointer;padding:0}
 #cases th[aria-sort=ascending] button::after{content:" \25B2"}#cases th[aria-sort=descending] button::after{content:" \25BC"}
 #cases tr.row{border-top:1px solid #ddd}#cases tr.row:hover,#cases tr.row:focus{background:#eef4ff;outline:none}
@@ -39,7 +39,6 @@ code{font-size:.92em}
 const char* const html_script = R"js(
 (function () {
   "use strict";
-  document.documentElement.classList.add("js");
   var table = document.getElementById("cases");
   if (!table) return;
   var bodies = Array.prototype.slice.call(table.tBodies);

@@ -132,7 +132,9 @@ std::string html_report(const json& report, const std::string& source) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
          "script-src 'unsafe-inline'; img-src data:\">"
-         "<meta name=\"viewport\" content=\"width=device-width\"><link rel=\"icon\" href=\"data:,\"><title>attnconv report: " +
+         "<meta name=\"viewport\" content=\"width=device-width\"><link rel=\"icon\" href=\"data:,\">"
+         // with scripts, the details rows are hidden from the first layout on (html_assets.cpp)
+         "<script>document.documentElement.classList.add(\"js\")</script><title>attnconv report: " +
          xml_escape(source) + "</title><style>" + html_style + "</style></head><body>" + header(report, source) +
          "<nav><a href=\"#cases-section\">cases</a><a href=\"#sweeps\">sweep fits</a><a href=\"#findings\">findings</a></nav>"
          "<section id=\"cases-section\"><h2>Cases</h2><p>Failed and errored cases first. A row opens its details; a "

@@ -36,6 +36,14 @@ std::string title_lines(const std::string& title, double width) {
   return out;
 }
 
+// The width the longest title line needs in the 11px bold font of the page.
+double title_width(const std::string& title) {
+  std::size_t longest = 0;
+  std::istringstream lines(title);
+  for (std::string line; std::getline(lines, line);) longest = std::max(longest, line.size());
+  return 6.8 * double(longest) + 20;
+}
+
 std::string open_svg(double width, double height, const std::string& label) {
   return "<svg width=\"" + px(width) + "\" height=\"" + px(height) +
          "\" viewBox=\"0 0 " + px(width) + " " + px(height) + "\" role=\"img\" aria-label=\"" + xml_escape(label) +
@@ -154,7 +162,7 @@ std::string draw(const FigureData& figure, const HeatMapGrid& grid) {
   const double cell = std::floor(std::clamp(120.0 / std::max(shown_rows, shown_cols), 4.0, 24.0) * 10) / 10;  // px() exact
   const double panel_w = cell * shown_cols, panel_h = cell * shown_rows, gap = 10;
   const double head = 16.0 * double(std::count(figure.title.begin(), figure.title.end(), '\n') + 1) + 8;
-  const double width = std::max(cols * (panel_w + gap) + gap, 300.0), height = head + rows * (panel_h + 22) + gap;
+  const double width = std::max({cols * (panel_w + gap) + gap, 300.0, title_width(figure.title)}), height = head + rows * (panel_h + 22) + gap;
   std::string svg = open_svg(width, height, figure.title) + title_lines(figure.title, width);
   for (std::size_t k = 0; k < grid.panels.size(); ++k) {
     const HeatMap& panel = grid.panels[k];
@@ -187,7 +195,7 @@ std::string draw(const FigureData& figure, const StackedBars& bars) {
   static constexpr std::array colours{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
   const double head = 16.0 * double(std::count(figure.title.begin(), figure.title.end(), '\n') + 1) + 12;
   const double left = 80, plot_h = 240, bar_w = 60, slot = 120;
-  const double width = std::max(left + slot * double(bars.categories.size()) + 20, 420.0);
+  const double width = std::max({left + slot * double(bars.categories.size()) + 20, 420.0, title_width(figure.title)});
   const double height = head + plot_h + 40 + 18 * double(bars.series.size());
   double total_max = 0;
   for (std::size_t i = 0; i < bars.categories.size(); ++i) {

@@ -80,7 +80,7 @@ counter = Count()
 counter.feed(page)
 check(counter.tags.get("tbody") == len(names), f"{counter.tags.get('tbody')} <tbody> for {len(names)} cases")
 check(counter.tags.get("details", 0) >= len(names), "a case without <details>")
-check(counter.tags.get("script") == 1 and counter.tags.get("img", 0) == 0, f"markup of a case name parsed: {counter.tags}")
+check(counter.tags.get("script") == 2 and counter.tags.get("img", 0) == 0, f"markup of a case name parsed: {counter.tags}")
 check("http://" not in page and "https://" not in page,
       "the page names a network address")
 check(page.count("<svg") >= 2, "the page holds no figure")
