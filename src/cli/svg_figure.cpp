@@ -50,85 +50,6 @@ std::string open_svg(double width, double height, const std::string& label) {
          "\"><rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>";
 }
 
-// --- error against alpha (the gnuplot figure of cli/plot.cpp) ---------------
-
-std::string svg_sweep(const AlphaSweep& sweep) {
-  constexpr double width = 600, height = 360, left = 70, right = 20, top = 48, bottom = 70;
-  std::vector<std::array<double, 3>> points;  // alpha, log10 max_abs (NaN: none), log10 bound
-  for (const auto* c : sweep.cases) {
-    const double alpha = (*c)["sweep_point"]["alpha"].get<double>(), err = metric(*c, "max_abs"),
-                 bound = metric(*c, "bound");
-    points.push_back({alpha, err > 0 ? std::log10(err) : std::nan(""), bound > 0 ? std::log10(bound) : std::nan("")});
-  }
-  double x0 = points.front()[0], x1 = points.back()[0], y0 = INFINITY, y1 = -INFINITY;
-  for (const auto& p : points)
-    for (const double y : {p[1], p[2]})
-      if (std::isfinite(y)) y0 = std::min(y0, y), y1 = std::max(y1, y);
-  if (!std::isfinite(y0)) y0 = -16, y1 = 0;
-  y0 = std::floor(y0), y1 = std::max(std::ceil(y1), y0 + 1);
-  if (x1 <= x0) x1 = x0 + 1;
-  const auto sx = [&](double x) { return left + (x - x0) / (x1 - x0) * (width - left - right); };
-  const auto sy = [&](double y) { return top + (y1 - y) / (y1 - y0) * (height - top - bottom); };
-
-  const nlohmann::json& fit = sweep.fit;
-  const bool fitted = fit.is_object() && fit.value("slope", nlohmann::json()).is_number();
-  std::string fit_title = "no fit: fewer than 2 points above round-off";
-  if (fitted)
-    fit_title = "fitted d ln(max_abs)/d alpha = " + short_number(fit["slope"].get<double>()) + " over the " +
-                std::to_string(fit["used_values"].size()) + " points above round-off";
-  const std::string title = sweep.group + ": |MHSA - conv| against alpha\n" + fit_title;
-  std::string svg = open_svg(width, height, title) + title_lines(title, width);
-  // axes, decades and alpha ticks
-  const int step = int(std::ceil((y1 - y0) / 8));
-  for (int d = int(y0); d <= int(y1); d += step)
-    svg += "<line x1=\"" + px(left) + "\" x2=\"" + px(width - right) + "\" y1=\"" + px(sy(d)) + "\" y2=\"" + px(sy(d)) +
-           "\" class=\"g\"/>" + text(left - 6, sy(d) + 4, "1e" + std::to_string(d), " text-anchor=\"end\"");
-  for (int k = 0; k <= 5; ++k) {
-    const double x = x0 + (x1 - x0) * k / 5;
-    svg += "<line x1=\"" + px(sx(x)) + "\" x2=\"" + px(sx(x)) + "\" y1=\"" + px(top) + "\" y2=\"" +
-           px(height - bottom) + "\" class=\"g\"/>" + text(sx(x), height - bottom + 15, short_number(x), " text-anchor=\"middle\"");
-  }
-  svg += "<rect x=\"" + px(left) + "\" y=\"" + px(top) + "\" width=\"" + px(width - left - right) + "\" height=\"" +
-         px(height - top - bottom) + "\" fill=\"none\" stroke=\"#333\"/>" +
-         text((left + width - right) / 2, height - bottom + 32, "alpha", " text-anchor=\"middle\"") +
-         text(16, (top + height - bottom) / 2, "max |MHSA - conv|",
-              " text-anchor=\"middle\" transform=\"rotate(-90 16 " + px((top + height - bottom) / 2) + ")\"");
-  const auto polyline = [&](std::size_t column, const std::string& style) {
-    std::string line, out;
-    for (const auto& p : points)
-      if (std::isfinite(p[column])) {
-        line += px(sx(p[0])) + "," + px(sy(p[column])) + " ";
-      } else if (!line.empty()) {  // a gap where there is no value, as gnuplot leaves one
-        out += "<polyline points=\"" + line + "\" " + style + "/>";
-        line.clear();
-      }
-    return line.empty() ? out : out + "<polyline points=\"" + line + "\" " + style + "/>";
-  };
-  svg += polyline(2, "fill=\"none\" stroke=\"#7f7f7f\" stroke-width=\"2\"");
-  svg += polyline(1, "fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\"");
-  for (std::size_t i = 0; i < points.size(); ++i)
-    if (std::isfinite(points[i][1]))
-      svg += "<circle cx=\"" + px(sx(points[i][0])) + "\" cy=\"" + px(sy(points[i][1])) +
-             "\" r=\"3.5\" fill=\"#1f77b4\"><title>alpha = " + short_number(points[i][0]) +
-             ": max_abs = " + short_number(std::pow(10.0, points[i][1])) + "</title></circle>";
-  std::string legend = text(left + 30, height - 18, "max_abs (measured)") + text(left + 190, height - 18, "bound");
-  svg += "<line x1=\"" + px(left) + "\" x2=\"" + px(left + 24) + "\" y1=\"" + px(height - 22) + "\" y2=\"" +
-         px(height - 22) + "\" stroke=\"#1f77b4\" stroke-width=\"2\"/><line x1=\"" + px(left + 160) + "\" x2=\"" +
-         px(left + 184) + "\" y1=\"" + px(height - 22) + "\" y2=\"" + px(height - 22) +
-         "\" stroke=\"#7f7f7f\" stroke-width=\"2\"/>";
-  if (fitted) {  // ln max_abs = intercept + slope * alpha, drawn in log10
-    const double slope = fit["slope"].get<double>(), intercept = fit["intercept"].get<double>();
-    const double a = fit["used_values"].front().get<double>(), b = fit["used_values"].back().get<double>();
-    const auto y = [&](double x) { return (intercept + slope * x) / std::log(10.0); };
-    svg += "<line x1=\"" + px(sx(a)) + "\" y1=\"" + px(sy(y(a))) + "\" x2=\"" + px(sx(b)) + "\" y2=\"" + px(sy(y(b))) +
-           "\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/><line x1=\"" + px(left + 260) + "\" x2=\"" +
-           px(left + 284) + "\" y1=\"" + px(height - 22) + "\" y2=\"" + px(height - 22) +
-           "\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>";
-    legend += text(left + 290, height - 18, "fit, slope " + short_number(slope));
-  }
-  return svg + legend + "</svg>";
-}
-
 // --- a grid of heat maps ------------------------------------------------------
 
 // The palette of cli/plot.cpp, 0 '#ffffff', 0.5 '#6baed6', 1 '#08306b', at
@@ -236,7 +157,84 @@ std::string draw(const FigureData& figure, const StackedBars& bars) {
 
 }  // namespace
 
-std::string svg_alpha_sweep(const AlphaSweep& sweep) { return svg_sweep(sweep); }
+// --- error against alpha (the gnuplot figure of cli/plot.cpp) ---------------
+
+std::string svg_alpha_sweep(const AlphaSweep& sweep) {
+  constexpr double width = 600, height = 360, left = 70, right = 20, top = 48, bottom = 70;
+  std::vector<std::array<double, 3>> points;  // alpha, log10 max_abs (NaN: none), log10 bound
+  for (const auto* c : sweep.cases) {
+    const double alpha = (*c)["sweep_point"]["alpha"].get<double>(), err = metric(*c, "max_abs"),
+                 bound = metric(*c, "bound");
+    points.push_back({alpha, err > 0 ? std::log10(err) : std::nan(""), bound > 0 ? std::log10(bound) : std::nan("")});
+  }
+  double x0 = points.front()[0], x1 = points.back()[0], y0 = INFINITY, y1 = -INFINITY;
+  for (const auto& p : points)
+    for (const double y : {p[1], p[2]})
+      if (std::isfinite(y)) y0 = std::min(y0, y), y1 = std::max(y1, y);
+  if (!std::isfinite(y0)) y0 = -16, y1 = 0;
+  y0 = std::floor(y0), y1 = std::max(std::ceil(y1), y0 + 1);
+  if (x1 <= x0) x1 = x0 + 1;
+  const auto sx = [&](double x) { return left + (x - x0) / (x1 - x0) * (width - left - right); };
+  const auto sy = [&](double y) { return top + (y1 - y) / (y1 - y0) * (height - top - bottom); };
+
+  const nlohmann::json& fit = sweep.fit;
+  const bool fitted = fit.is_object() && fit.value("slope", nlohmann::json()).is_number();
+  std::string fit_title = "no fit: fewer than 2 points above round-off";
+  if (fitted)
+    fit_title = "fitted d ln(max_abs)/d alpha = " + short_number(fit["slope"].get<double>()) + " over the " +
+                std::to_string(fit["used_values"].size()) + " points above round-off";
+  const std::string title = sweep.group + ": |MHSA - conv| against alpha\n" + fit_title;
+  std::string svg = open_svg(width, height, title) + title_lines(title, width);
+  // axes, decades and alpha ticks
+  const int step = int(std::ceil((y1 - y0) / 8));
+  for (int d = int(y0); d <= int(y1); d += step)
+    svg += "<line x1=\"" + px(left) + "\" x2=\"" + px(width - right) + "\" y1=\"" + px(sy(d)) + "\" y2=\"" + px(sy(d)) +
+           "\" class=\"g\"/>" + text(left - 6, sy(d) + 4, "1e" + std::to_string(d), " text-anchor=\"end\"");
+  for (int k = 0; k <= 5; ++k) {
+    const double x = x0 + (x1 - x0) * k / 5;
+    svg += "<line x1=\"" + px(sx(x)) + "\" x2=\"" + px(sx(x)) + "\" y1=\"" + px(top) + "\" y2=\"" +
+           px(height - bottom) + "\" class=\"g\"/>" + text(sx(x), height - bottom + 15, short_number(x), " text-anchor=\"middle\"");
+  }
+  svg += "<rect x=\"" + px(left) + "\" y=\"" + px(top) + "\" width=\"" + px(width - left - right) + "\" height=\"" +
+         px(height - top - bottom) + "\" fill=\"none\" stroke=\"#333\"/>" +
+         text((left + width - right) / 2, height - bottom + 32, "alpha", " text-anchor=\"middle\"") +
+         text(16, (top + height - bottom) / 2, "max |MHSA - conv|",
+              " text-anchor=\"middle\" transform=\"rotate(-90 16 " + px((top + height - bottom) / 2) + ")\"");
+  const auto polyline = [&](std::size_t column, const std::string& style) {
+    std::string line, out;
+    for (const auto& p : points)
+      if (std::isfinite(p[column])) {
+        line += px(sx(p[0])) + "," + px(sy(p[column])) + " ";
+      } else if (!line.empty()) {  // a gap where there is no value, as gnuplot leaves one
+        out += "<polyline points=\"" + line + "\" " + style + "/>";
+        line.clear();
+      }
+    return line.empty() ? out : out + "<polyline points=\"" + line + "\" " + style + "/>";
+  };
+  svg += polyline(2, "fill=\"none\" stroke=\"#7f7f7f\" stroke-width=\"2\"");
+  svg += polyline(1, "fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\"");
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (std::isfinite(points[i][1]))
+      svg += "<circle cx=\"" + px(sx(points[i][0])) + "\" cy=\"" + px(sy(points[i][1])) +
+             "\" r=\"3.5\" fill=\"#1f77b4\"><title>alpha = " + short_number(points[i][0]) +
+             ": max_abs = " + short_number(std::pow(10.0, points[i][1])) + "</title></circle>";
+  std::string legend = text(left + 30, height - 18, "max_abs (measured)") + text(left + 190, height - 18, "bound");
+  svg += "<line x1=\"" + px(left) + "\" x2=\"" + px(left + 24) + "\" y1=\"" + px(height - 22) + "\" y2=\"" +
+         px(height - 22) + "\" stroke=\"#1f77b4\" stroke-width=\"2\"/><line x1=\"" + px(left + 160) + "\" x2=\"" +
+         px(left + 184) + "\" y1=\"" + px(height - 22) + "\" y2=\"" + px(height - 22) +
+         "\" stroke=\"#7f7f7f\" stroke-width=\"2\"/>";
+  if (fitted) {  // ln max_abs = intercept + slope * alpha, drawn in log10
+    const double slope = fit["slope"].get<double>(), intercept = fit["intercept"].get<double>();
+    const double a = fit["used_values"].front().get<double>(), b = fit["used_values"].back().get<double>();
+    const auto y = [&](double x) { return (intercept + slope * x) / std::log(10.0); };
+    svg += "<line x1=\"" + px(sx(a)) + "\" y1=\"" + px(sy(y(a))) + "\" x2=\"" + px(sx(b)) + "\" y2=\"" + px(sy(y(b))) +
+           "\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/><line x1=\"" + px(left + 260) + "\" x2=\"" +
+           px(left + 284) + "\" y1=\"" + px(height - 22) + "\" y2=\"" + px(height - 22) +
+           "\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>";
+    legend += text(left + 290, height - 18, "fit, slope " + short_number(slope));
+  }
+  return svg + legend + "</svg>";
+}
 
 std::string svg_figure(const FigureData& figure) {
   return std::visit([&](const auto& content) { return draw(figure, content); }, figure.content);
