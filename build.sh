@@ -12,6 +12,7 @@ packages=(cmake make g++ git pkg-config
           libssl-dev catch2 nlohmann-json3-dev libcli11-dev librapidcheck-dev libbenchmark-dev
           python3 python3-numpy python3-jsonschema python3-torch
           gnuplot-nox
+          chromium chromium-driver python3-selenium  # tests/scripts/html_browser.py
           clang libclang-rt-14-dev)  # .ci/sanitize.sh, .ci/fuzz.sh
 
 install_missing() {

@@ -102,7 +102,7 @@ int run_command(int argc, char** argv) {
     options.max_memory = memory_limit;
     const std::vector<Case> to_run = prepare_run(cases, workflow, options);
     check_memory(to_run, memory_limit);
-    check_run_outputs(paths, to_run, options, workflow.junit);
+    check_run_outputs(paths, to_run, options, workflow.junit, workflow.html);
     const OutputLock lock = OutputLock::acquire(out_dir, std::cerr);
     const json report = run_cases(to_run, options);
     if (report.value("interrupted", false)) {

@@ -16,11 +16,12 @@ namespace {
 
 // The files a run or merge writes into `out_dir` (a run: and its journal), and --junit.
 std::vector<NamedPath> folder_outputs(const std::string& out_dir, const std::string& report_name, bool journal,
-                                      const std::string& junit) {
+                                      const std::string& junit, bool html) {
   std::vector<NamedPath> outputs{{report_name, (fs::path(out_dir) / "report.json").string()},
                                  {"the lock", OutputLock::path_in(out_dir)}};
   if (journal) outputs.push_back({"the journal", (fs::path(out_dir) / "report.journal.jsonl").string()});
   if (!junit.empty()) outputs.push_back({"--junit", junit});
+  if (html) outputs.push_back({"the --html page", (fs::path(out_dir) / "report.html").string()});
   return outputs;
 }
 
@@ -34,7 +35,7 @@ bool is_inside(const fs::path& path, const fs::path& folder) {
 }  // namespace
 
 void check_run_outputs(const std::vector<std::string>& case_paths, const std::vector<Case>& cases, const RunOptions& options,
-                       const std::string& junit) {
+                       const std::string& junit, bool html) {
   const fs::path report = fs::path(options.out_dir) / "report.json";
   for (const auto& folder : case_paths)
     if (std::error_code error; fs::is_directory(folder, error) && is_inside(report, folder))
@@ -54,13 +55,14 @@ void check_run_outputs(const std::vector<std::string>& case_paths, const std::ve
   }
   std::vector<NamedPath> made{{"--out", options.out_dir}};
   if (!options.dump_dir.empty()) made.push_back({"--dump-tensors", options.dump_dir});
-  check_outputs(inputs, folder_outputs(options.out_dir, "the report", true, junit), made, folders);
+  check_outputs(inputs, folder_outputs(options.out_dir, "the report", true, junit, html), made, folders);
 }
 
-void check_merge_outputs(const std::vector<std::string>& reports, const std::string& out_dir, const std::string& junit) {
+void check_merge_outputs(const std::vector<std::string>& reports, const std::string& out_dir, const std::string& junit,
+                         bool html) {
   std::vector<NamedPath> inputs;
   for (const auto& report : reports) inputs.push_back({"the shard report", report});
-  check_outputs(inputs, folder_outputs(out_dir, "the merged report", false, junit), {{"--out", out_dir}});
+  check_outputs(inputs, folder_outputs(out_dir, "the merged report", false, junit, html), {{"--out", out_dir}});
 }
 
 void check_plot_outputs(const std::string& report, const std::string& out_dir) {

@@ -10,16 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
-#include <set>
 #include <sstream>
 #include <variant>
 
-#include "harness/errors.hpp"
-#include "harness/name_filter.hpp"
-#include "harness/proof.hpp"
+#include "cli/report_figures.hpp"
 #include "harness/short_number.hpp"
-#include "harness/sweep_fit.hpp"
 
 namespace attnconv {
 
@@ -55,11 +50,6 @@ std::string number(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.17g", value);
   return buffer;
-}
-
-double metric(const nlohmann::json& c, const std::string& key) {
-  const auto& m = c.value("metrics", nlohmann::json::object());
-  return m.contains(key) && m[key].is_number() ? m[key].get<double>() : std::nan("");
 }
 
 void run_gnuplot(const std::string& gnuplot, const std::string& terminal, const std::string& image,
@@ -99,15 +89,13 @@ std::vector<std::string> render(const Figure& figure, const PlotOptions& options
 
 // --- error against alpha ------------------------------------------------------
 
-Figure alpha_sweep_figure(const std::string& group, std::vector<const nlohmann::json*> cases,
-                          const nlohmann::json& fit) {
-  std::sort(cases.begin(), cases.end(), [](const auto* a, const auto* b) {
-    return (*a)["sweep_point"]["alpha"].template get<double>() < (*b)["sweep_point"]["alpha"].template get<double>();
-  });
+Figure alpha_sweep_figure(const AlphaSweep& sweep) {
+  const std::string& group = sweep.group;
+  const nlohmann::json& fit = sweep.fit;
   Figure f;
   f.name = "alpha-sweep-" + slug(group);
   f.data = "# alpha max_abs bound\n";
-  for (const auto* c : cases) {
+  for (const auto* c : sweep.cases) {
     const double alpha = (*c)["sweep_point"]["alpha"].get<double>(), err = metric(*c, "max_abs");
     f.data += number(alpha) + " " + number(err > 0 ? err : std::nan("")) + " " + number(metric(*c, "bound")) + "\n";
   }
@@ -199,75 +187,22 @@ Figure draw(const FigureData& data, const StackedBars& bars) {
   return f;
 }
 
-// A case of a report as its proof reads it: the params as run (defaults
-// filled in); its tensors drawn from the seed.
-Case report_case(const nlohmann::json& c) {
-  Case out;
-  out.name = c.value("name", "");
-  out.base_name = c.value("sweep_group", out.name);
-  out.proof = c.value("proof", "");
-  out.params = c["params"];
-  out.expect = c.value("expect", "hold");
-  // The tensors the case loaded, from the same files (checked against their SHA-256).
-  out.file = c.value("file", "");
-  out.weights = c.value("weights", nlohmann::json::object());
-  out.provenance = c.value("provenance", nlohmann::json::object());
-  return out;
-}
-
-bool selected(const nlohmann::json& c, const PlotOptions& options) {
-  return options.filter.empty() || name_matches(options.filter, c.value("name", ""));
-}
-
 }  // namespace
 
 std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOptions& options) {
-  if (!report.is_object() || !report.contains("cases") || !report["cases"].is_array())
-    throw InputError("plot: not an attnconv report (no \"cases\" list)");
-  for (const auto& c : report["cases"])
-    if (!c.is_object() || !c.contains("name") || !c.contains("proof") || !c.contains("status") || !c.contains("params"))
-      throw InputError("plot: not an attnconv report (a case without name, proof, status or params): " +
-                       c.dump().substr(0, 120));
+  check_report_cases(report, "plot");
   fs::create_directories(options.out_dir);
   std::vector<std::string> written;
   const auto add = [&](const Figure& f) {
     for (auto& image : render(f, options)) written.push_back(std::move(image));
   };
-
-  // Alpha sweeps: one figure per sweep group and per value of its other swept keys.
-  std::map<std::string, std::vector<const nlohmann::json*>> sweeps;
-  std::vector<const nlohmann::json*> figure_cases;  // the cases asked for their proof's figures
-  std::set<std::string> figure_groups;
-  for (const auto& c : report["cases"]) {
-    if (!selected(c, options) || c.value("status", "") == "error") continue;
-    if (const std::string group = alpha_sweep_group(c); !group.empty()) sweeps[group].push_back(&c);
-    const ProofDef* def = find_proof(c.value("proof", ""));
-    if (def && def->figures &&
-        (def->figures_per_case || figure_groups.insert(c.value("sweep_group", c.value("name", ""))).second))
-      figure_cases.push_back(&c);
-  }
-  // The fits of the report (older reports: fitted here, the same way).
-  const nlohmann::json fits = report.contains("sweep_fits") ? report["sweep_fits"] : fit_sweeps(report["cases"]);
-  for (const auto& [group, cases] : sweeps) {
-    if (cases.size() < 2) continue;
-    nlohmann::json fit;
-    for (const auto& candidate : fits)
-      if (candidate.value("group", "") == group) fit = candidate;
-    add(alpha_sweep_figure(group, cases, fit));
-  }
-  for (const nlohmann::json* c : figure_cases) {
-    const std::string name = c->value("name", "");
-    std::vector<FigureData> figures;
-    try {
-      figures = find_proof((*c)["proof"])->figures(report_case(*c), c->value("metrics", nlohmann::json::object()));
-    } catch (const std::exception& e) {  // params or metrics not as this version of the proof knows them
-      std::cerr << "attnconv plot: " << name << ": no figure: " << e.what() << "\n";
-      continue;
-    }
-    if (figures.empty()) std::cerr << "attnconv plot: " << name << ": its proof supplied no figure\n";
-    for (const FigureData& data : figures)
+  for (const AlphaSweep& sweep : alpha_sweeps(report, options.filter)) add(alpha_sweep_figure(sweep));
+  std::ostringstream notes;
+  for (const CaseFigures& c : proof_figures(report, notes, options.filter))
+    for (const FigureData& data : c.figures)
       add(std::visit([&](const auto& content) { return draw(data, content); }, data.content));
-  }
+  std::istringstream lines(notes.str());
+  for (std::string line; std::getline(lines, line);) std::cerr << "attnconv plot: " << line << "\n";
   return written;
 }
 

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/html_report.hpp"
 #include "cli/output_checks.hpp"
 #include "cli/plot.hpp"
 #include "harness/atomic_file.hpp"
@@ -11,7 +12,9 @@
 #include "harness/merge.hpp"
 #include "harness/name_filter.hpp"
 #include "harness/output_lock.hpp"
+#include "harness/output_paths.hpp"
 #include "harness/quote.hpp"
+#include "harness/report_validation.hpp"
 #include "harness/schema.hpp"
 #include "harness/shard.hpp"
 
@@ -20,6 +23,7 @@ namespace attnconv {
 void add_run_options(CLI::App& run, WorkflowOptions& options) {
   run.add_option("--shard", options.shard, "run only shard I of N (1 <= I <= N) of the expanded cases, e.g. 2/8");
   run.add_option("--junit", options.junit, "also write JUnit XML (one testcase per case) to FILE");
+  run.add_flag("--html", options.html, "also write DIR/report.html, the report as one self-contained web page");
   run.add_flag("--quiet,-q", options.quiet, "no progress lines on stderr (the summary line stays)");
 }
 
@@ -28,11 +32,16 @@ void add_workflow_commands(CLI::App& app, WorkflowOptions& options) {
   options.merge->add_option("reports", options.reports, "shard reports")->required();
   options.merge->add_option("--out", options.merge_out, "folder for the merged report.json")->capture_default_str();
   options.merge->add_option("--junit", options.junit, "also write JUnit XML to FILE");
+  options.merge->add_flag("--html", options.html, "also write OUT/report.html, the merged report as a web page");
 
   options.plot = app.add_subcommand("plot", "draw figures from a report with gnuplot (PNG and SVG)");
   options.plot->add_option("report", options.reports, "report.json")->required()->expected(1);
   options.plot->add_option("--out", options.plot_out, "folder for the figures")->capture_default_str();
   options.plot->add_option("--filter", options.plot_filter, "only the cases whose name matches this glob");
+
+  options.html_command = app.add_subcommand("html", "write a report as one self-contained HTML page (inline CSS, script, SVG)");
+  options.html_command->add_option("report", options.reports, "report.json")->required()->expected(1);
+  options.html_command->add_option("--out", options.html_out, "the page (default: report.html beside the report)");
 
   options.schema = app.add_subcommand("schema", "print the JSON Schema of case files or reports, from the proof registry");
   options.schema->add_option("kind", options.schema_kind, "cases | report")->required()->check(CLI::IsMember(std::vector<std::string>{"cases", "report"}));
@@ -47,15 +56,22 @@ void write_junit(const json& report, const std::string& file) {
   write_file_atomic(file, junit_xml(report));
 }
 
+// DIR/report.html of a report written to DIR/report.json, when asked for.
+void write_html(const json& report, const std::string& report_file, bool wanted) {
+  if (wanted) write_file_atomic(html_path_beside(report_file), html_report(report, report_file));
+}
+
 int merge(const WorkflowOptions& options) {
-  check_merge_outputs(options.reports, options.merge_out, options.junit);
+  check_merge_outputs(options.reports, options.merge_out, options.junit, options.html);
   std::vector<ShardReport> shards;
   for (const auto& path : options.reports) shards.push_back(read_report(path));
   const json merged = merge_reports(shards);
   const OutputLock lock = OutputLock::acquire(options.merge_out, std::cerr);
   try {
-    write_file_atomic((std::filesystem::path(options.merge_out) / "report.json").string(), merged.dump(2) + "\n");
+    const std::string file = (std::filesystem::path(options.merge_out) / "report.json").string();
+    write_file_atomic(file, merged.dump(2) + "\n");
     write_junit(merged, options.junit);
+    write_html(merged, file, options.html);
   } catch (const std::exception& e) {
     throw OutputError(std::string(e.what()) + "; the shard reports are unchanged: run the merge again");
   }
@@ -79,12 +95,27 @@ int plot(const WorkflowOptions& options) {
   return 0;
 }
 
+int html(const WorkflowOptions& options) {
+  const std::string& report = options.reports.at(0);
+  const std::string out = options.html_out.empty() ? html_path_beside(report) : options.html_out;
+  check_outputs({{"the report", report}}, {{"the page", out}}, {});
+  const std::string page = html_report(read_validated_report(report), report);
+  try {
+    write_file_atomic(out, page);
+  } catch (const std::exception& e) {
+    throw OutputError(e.what());
+  }
+  std::cout << out << "\n";
+  return 0;
+}
+
 }  // namespace
 
 std::optional<int> run_workflow_command(WorkflowOptions& options) {
   try {
     if (options.merge->parsed()) return merge(options);
     if (options.plot->parsed()) return plot(options);
+    if (options.html_command->parsed()) return html(options);
     if (options.schema->parsed()) {
       std::cout << (options.schema_kind == "cases" ? case_file_schema() : report_schema()).dump(2) << "\n";
       return 0;
@@ -109,14 +140,18 @@ std::vector<Case> prepare_run(const std::vector<Case>& cases, WorkflowOptions& o
   }
   options.progress = std::make_shared<Progress>(to_run.size(), std::cerr, Progress::stderr_is_terminal(), !options.quiet);
   run.on_case_finished = [progress = options.progress](const json& entry) { progress->case_finished(entry); };
-  run.write_more_outputs = [junit = options.junit](const json& report) { write_junit(report, junit); };
+  run.write_more_outputs = [junit = options.junit, html = options.html, out = run.out_dir](const json& report) {
+    write_junit(report, junit);
+    write_html(report, (std::filesystem::path(out) / "report.json").string(), html);
+  };
   return to_run;
 }
 
 void finish_run(const json& report, WorkflowOptions& options, const std::string& out_dir) {
   if (options.progress) options.progress->finish();
   std::cerr << summary_line(report["summary"]) << "; report: " << out_dir << "/report.json"
-            << (options.junit.empty() ? "" : "; JUnit: " + options.junit) << "\n";
+            << (options.junit.empty() ? "" : "; JUnit: " + options.junit)
+            << (options.html ? "; HTML: " + html_path_beside(out_dir + "/report.json") : "") << "\n";
 }
 
 }  // namespace attnconv

@@ -3,6 +3,7 @@
 //   run … [--shard I/N] [--junit FILE] [--quiet]
 //   merge REPORT… [--out DIR] [--junit FILE]
 //   plot REPORT [--out DIR] [--filter GLOB]
+//   html REPORT [--out FILE]; run … --html and merge … --html
 //   schema cases|report
 #include <memory>
 #include <optional>
@@ -20,11 +21,12 @@ struct WorkflowOptions {
   // run
   std::string shard, junit;
   bool quiet = false;
+  bool html = false;  // run, merge: also DIR/report.html
   std::shared_ptr<Progress> progress;
   // subcommands
-  CLI::App *merge = nullptr, *plot = nullptr, *schema = nullptr;
+  CLI::App *merge = nullptr, *plot = nullptr, *html_command = nullptr, *schema = nullptr;
   std::vector<std::string> reports;
-  std::string merge_out = "reports", plot_out = "figures", plot_filter, schema_kind;
+  std::string merge_out = "reports", plot_out = "figures", plot_filter, html_out, schema_kind;
 };
 
 void add_run_options(CLI::App& run, WorkflowOptions& options);
