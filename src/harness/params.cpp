@@ -16,6 +16,7 @@ std::string to_string(ParamKind kind) {
     case ParamKind::int_pair: return "an integer or a pair of integers";
     case ParamKind::padding: return "an integer, [ph, pw], [top, bottom, left, right], \"same\" or \"valid\"";
     case ParamKind::number_pair: return "a pair of numbers [a, b]";
+    case ParamKind::int_pair_or_auto: return "\"auto\", an integer or a pair of integers";
   }
   return "?";
 }
@@ -72,6 +73,10 @@ std::string check_param(const ParamSpec& spec, const json& value) {
         return "must be one of " + list + ", got " + quote(value);
       }
       return "";
+    case ParamKind::int_pair_or_auto:
+      if (value == "auto") return "";
+      if (value.is_string()) return expected;
+      [[fallthrough]];
     case ParamKind::int_pair: {
       if (value.is_number_integer()) return check_bounds(spec, value.get<double>());
       if (!all_integers(value, 2)) return expected;

@@ -22,6 +22,7 @@ enum class ParamKind {
   int_pair,  // n or [a, b]
   padding,   // n, [ph, pw], [top, bottom, left, right], "same" or "valid"
   number_pair,  // [a, b] of finite numbers
+  int_pair_or_auto,  // "auto", n or [a, b]
 };
 
 struct ParamSpec {

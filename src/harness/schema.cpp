@@ -73,6 +73,11 @@ json param_schema(const ParamSpec& spec) {
       s = {{"oneOf", {item, int_array(2, item)}}};
       break;
     }
+    case ParamKind::int_pair_or_auto: {
+      const json item = integer_schema(spec);
+      s = {{"oneOf", {{{"const", "auto"}}, item, int_array(2, item)}}};
+      break;
+    }
     case ParamKind::number_pair: {
       json item = {{"type", "number"}};
       if (spec.minimum) item[spec.exclusive_minimum ? "exclusiveMinimum" : "minimum"] = *spec.minimum;
