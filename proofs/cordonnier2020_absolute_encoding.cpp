@@ -25,28 +25,14 @@
 namespace attnconv {
 namespace {
 
-struct AbsoluteParams {
-  ConvShape shape;
-  ConvGeometry geometry;
-  Theorem1Options options;
-  Theorem1Shared shared;
+struct AbsoluteParams : Theorem1Case2d {
   PositionChannels positions = PositionChannels::reserved;
-  Dtype dtype = Dtype::float64;
 };
 
 AbsoluteParams parse(const Case& c) {
   AbsoluteParams p;
-  p.shape = case_conv_shape(c);
-  p.geometry = case_geometry(c);
-  p.shared = parse_theorem1_shared(c);
-  p.dtype = p.shared.dtype;
-  p.options.heads = get_int(c.params, "heads");
-  p.options.head_dim = get_int(c.params, "head_dim");
-  p.options.alpha = p.shared.alpha;
-  p.options.dilation = p.geometry.dilation;
+  static_cast<Theorem1Case2d&>(p) = parse_theorem1_2d(c);
   p.positions = c.params.at("positions") == "added" ? PositionChannels::added : PositionChannels::reserved;
-  check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
-  check_hypotheses(c, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.out_channels));
   if (p.positions == PositionChannels::added) {
     if (p.shape.in_channels < 4)
       throw ParamError("in_channels", "adding the four position channels to the image's own needs in_channels >= 4");
@@ -56,13 +42,7 @@ AbsoluteParams parse(const Case& c) {
   return p;
 }
 
-TensorShapes expected_tensors(const AbsoluteParams& p) {
-  const auto x = p.shape.input();
-  const auto w = p.shape.weight();
-  TensorShapes out{{"input", {x.begin(), x.end()}}, {"conv_weight", {w.begin(), w.end()}}};
-  if (p.shared.bias) out["conv_bias"] = {p.shape.out_channels};
-  return out;
-}
+TensorShapes expected_tensors(const AbsoluteParams& p) { return theorem1_2d_tensors(p); }
 
 // max over heads, queries and keys of |A_qk - P_q M P_k^T|: how far the scores
 // of `layer` on `tokens` are from their positional part alone.
