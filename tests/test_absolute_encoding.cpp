@@ -13,6 +13,7 @@
 #include "mhsa/dense_engine.hpp"
 #include "ops/padding.hpp"
 #include "reference/mhsa.hpp"
+#include "tensor/random.hpp"
 
 using namespace attnconv;
 
@@ -97,4 +98,31 @@ TEST_CASE("positions added to the image's channels leave content terms in the sc
   CHECK(reserved(1, 1) == 0.5);
   CHECK_THROWS_AS(with_positions(Matrix<double>(xt::zeros<double>({2, 3})), 1, 2, PositionChannels::added),
                   std::invalid_argument);
+}
+
+namespace {
+// max |absolute - relative| of the two constructions of one 3 x 3 convolution on
+// an n x n float32 image (zero padding 1), at an alpha whose scores are not exact.
+float absolute_minus_relative(std::size_t n) {
+  Random random(17);
+  const Image<float> x = random.stream(1).uniform_tensor<float, 3>({3, n, n});
+  const Kernel<float> w = random.stream(2).uniform_tensor<float, 4>({3, 3, 3, 3});
+  Theorem1Options options;
+  options.heads = 9, options.head_dim = 3, options.alpha = 3.3;
+  const MhsaLayer<float> relative = theorem1_layer<float>(w, std::nullopt, options);
+  std::vector<std::optional<std::array<int, 2>>> targets;
+  for (int h = 0; h < 9; ++h) targets.push_back(target_shift(h / 3, h % 3, {3, 3}, {1, 1}));
+  const MhsaLayer<float> absolute = absolute_encoding_layer(relative, targets, 3.3, PositionChannels::reserved);
+  const Matrix<float> tokens = image_to_tokens(pad(x, Padding{1, 1, 1, 1}, PaddingMode::zeros));
+  const Matrix<float> a = mhsa_dense(absolute, with_positions(tokens, n + 2, n + 2, PositionChannels::reserved), n + 2, n + 2);
+  return float(compare(a, mhsa_dense(relative, tokens, n + 2, n + 2)).max_abs);
+}
+}  // namespace
+
+TEST_CASE("the absolute encoding's round-off grows with the image, the scores being of size alpha H^2",
+          "[absolute_encoding]") {
+  const float small = absolute_minus_relative(6), large = absolute_minus_relative(30);
+  INFO("6 x 6: " << small << ", 30 x 30: " << large);
+  CHECK(small > 0);
+  CHECK(large > 4 * small);  // (32 / 8)^2 = 16 in score size
 }
