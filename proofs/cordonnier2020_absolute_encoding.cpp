@@ -115,6 +115,17 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
     const Matrix<T> positions_only = with_positions(Matrix<T>(xt::zeros<T>(tokens.shape())), hp, wp, p.positions);
     const double cross = cross_terms(layer, tokens, positions_only);
     out.metrics["cross_terms"] = cross;
+    // The cross terms alone: scores from X + P on the first four channels (the
+    // reserved block's W_qry, W_key rows copied onto them), values from X only.
+    MhsaLayer<T> scores_only = absolute_encoding_layer(relative.layer, targets, alpha, PositionChannels::reserved);
+    const std::size_t d_in = p.shape.in_channels;
+    for (AttentionHead<T>& head : scores_only.heads)
+      for (Matrix<T>* w : {&head.w_qry, &head.w_key})
+        xt::view(*w, xt::range(0, 4), xt::all()) = xt::eval(xt::view(*w, xt::range(d_in, d_in + 4), xt::all()));
+    const Matrix<T> reserved_tokens = with_positions(image_to_tokens(xpad), hp, wp, PositionChannels::reserved);
+    const Image<T> scores_only_actual = align_to_convolution(
+        tokens_to_image(engine(scores_only, reserved_tokens, hp, wp), hp, wp), kernel, g, out_size);
+    out.metrics["scores_only_max_abs"] = compare(scores_only_actual, relative.expected).max_abs;
     out.metrics["bound_note"] = "the bound is the one the construction would meet; the layer here is not the construction";
     out.predicted_failure = PredictedFailure{
         "max_abs", bound, 0.0,
@@ -178,6 +189,9 @@ const bool registered = register_proof(make_proof<AbsoluteParams>({
                  "round-off"},
         {.name = "cross_terms", .type = "number",
          .help = "\"added\": max over heads, q, k of |A_qk - P_q M P_k^T| (the content terms in the scores)",
+         .always = false},
+        {.name = "scores_only_max_abs", .type = "number",
+         .help = "\"added\": max_abs when only the scores see X + P (the values read X): the cross terms' own failure",
          .always = false},
         {.name = "bound_note", .type = "string", .help = "\"added\": what the bound is about", .always = false},
     }),
