@@ -21,40 +21,14 @@
 namespace attnconv {
 namespace {
 
-struct Theorem1Params {
-  ConvShape shape;
-  ConvGeometry geometry;
-  Theorem1Options options;  // heads, head_dim, alpha, dilation, encoding and its precisions
-  Theorem1Shared shared;
-  Dtype dtype = Dtype::float64;
-};
+using Theorem1Params = Theorem1Case2d;  // the encoding and its precisions are this proof's
 
 Theorem1Params parse(const Case& c) {
-  Theorem1Params p;
-  p.shape = case_conv_shape(c);
-  p.geometry = case_geometry(c);
-  p.shared = parse_theorem1_shared(c);
-  p.dtype = p.shared.dtype;
-  p.options.heads = get_int(c.params, "heads");
-  p.options.head_dim = get_int(c.params, "head_dim");
-  p.options.alpha = p.shared.alpha;
-  p.options.dilation = p.geometry.dilation;
+  Theorem1Params p = parse_theorem1_2d(c);
   p.options.encoding = encoding_from_string(c.params.at("encoding"));
-  check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
-  check_hypotheses(c, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.in_channels),
-                   int(p.shape.out_channels));
   if (p.options.encoding == Encoding::quadratic_general)
     p.options.precision = random_precisions(p.shared.seed, p.options.heads);
   return p;
-}
-
-// The tensors a case may load instead of drawing them from the seed.
-TensorShapes expected_tensors(const Theorem1Params& p) {
-  const auto x = p.shape.input();
-  const auto w = p.shape.weight();
-  TensorShapes out{{"input", {x.begin(), x.end()}}, {"conv_weight", {w.begin(), w.end()}}};
-  if (p.shared.bias) out["conv_bias"] = {p.shape.out_channels};
-  return out;
 }
 
 // Bytes at the peak of a check: the larger of (during the MHSA) the inputs, the
@@ -219,7 +193,7 @@ const bool registered = register_proof(make_proof<Theorem1Params>({
         {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
     }),
     .memory_estimate = memory_estimate,
-    .expected_tensors = expected_tensors,
+    .expected_tensors = theorem1_2d_tensors,
     .figures = figures,
 }));
 

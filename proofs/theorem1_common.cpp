@@ -50,6 +50,30 @@ Theorem1Shared parse_theorem1_shared(const Case& c) {
           .engine = c.params.at("engine").get<std::string>()};
 }
 
+Theorem1Case2d parse_theorem1_2d(const Case& c) {
+  Theorem1Case2d p;
+  p.shape = case_conv_shape(c);
+  p.geometry = case_geometry(c);
+  p.shared = parse_theorem1_shared(c);
+  p.dtype = p.shared.dtype;
+  p.options.heads = get_int(c.params, "heads");
+  p.options.head_dim = get_int(c.params, "head_dim");
+  p.options.alpha = p.shared.alpha;
+  p.options.dilation = p.geometry.dilation;
+  check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
+  check_hypotheses(c, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.in_channels),
+                   int(p.shape.out_channels));
+  return p;
+}
+
+TensorShapes theorem1_2d_tensors(const Theorem1Case2d& p) {
+  const auto x = p.shape.input();
+  const auto w = p.shape.weight();
+  TensorShapes out{{"input", {x.begin(), x.end()}}, {"conv_weight", {w.begin(), w.end()}}};
+  if (p.shared.bias) out["conv_bias"] = {p.shape.out_channels};
+  return out;
+}
+
 std::vector<MetricSpec> theorem1_metrics(std::vector<MetricSpec> own) {
   std::vector<MetricSpec> metrics = distance_metrics("MHSA against the plain-loop convolution");
   metrics.insert(metrics.end(), {

@@ -10,6 +10,7 @@
 #include "harness/conv_geometry.hpp"
 #include "harness/errors.hpp"
 #include "harness/proof.hpp"
+#include "proof/common_params.hpp"
 #include "proof/dtype.hpp"
 
 namespace attnconv {
@@ -33,6 +34,20 @@ struct Theorem1Shared {
 // with (bias, alpha, dtype, seed), then its `engine`.
 std::vector<ParamSpec> theorem1_params(std::vector<ParamSpec> own, ParamSpec engine);
 Theorem1Shared parse_theorem1_shared(const Case& c);
+
+// A 2D Theorem 1 case (theorem1, absolute_encoding): its sizes, geometry,
+// construction options (heads, head_dim, alpha, dilation; the encoding left
+// quadratic) and shared parameters, with the geometry and the hypotheses checked.
+struct Theorem1Case2d {
+  ConvShape shape;
+  ConvGeometry geometry;
+  Theorem1Options options;
+  Theorem1Shared shared;
+  Dtype dtype = Dtype::float64;
+};
+Theorem1Case2d parse_theorem1_2d(const Case& c);
+// The tensors such a case may load instead of drawing them from the seed.
+TensorShapes theorem1_2d_tensors(const Theorem1Case2d& p);
 
 // The metrics construction_outcome reports, then a proof's `own`.
 std::vector<MetricSpec> theorem1_metrics(std::vector<MetricSpec> own);

@@ -1,0 +1,166 @@
+// Chang, Xu, Xu & Tu, "Convolutions and Self-Attention: Re-interpreting
+// Relative Positions in Pre-trained Language Models", ACL 2021: on a sequence,
+// self-attention with W_qry = W_key = 0 and a relative position bias
+// beta_h(j - i) gives y_i = sum_j softmax_j(beta_h(j - i)) v_j, a lightweight
+// convolution (Wu et al., ICLR 2019: a depthwise kernel softmax-normalised over
+// its taps, shared per head, zero padding). The values are the input (W_val = I).
+// With beta = -inf outside [-k, k] the two are equal on the interior
+// k <= i < L - k; in the end bands (k tokens each side) the attention
+// renormalises over the tokens that exist while the convolution gives weight to
+// the padded zeros: measured. With a finite bias outside the window (clipped
+// relative positions, Shaw et al. 2018) the attention's kernel has unbounded
+// support: the mass outside the window and the error are measured ("expect": "fail").
+#include <cmath>
+#include <limits>
+#include <xtensor/xview.hpp>
+
+#include "harness/errors.hpp"
+#include "metrics/compare.hpp"
+#include "mhsa/relative_bias_attention.hpp"
+#include "ops/lightweight_conv.hpp"
+#include "proof/case_tensors.hpp"
+#include "proof/common_params.hpp"
+#include "proof/proof_spec.hpp"
+
+namespace attnconv {
+namespace {
+
+struct LightweightParams {
+  std::size_t length = 0, channels = 0, heads = 0, radius = 0;
+  BiasOutsideWindow outside = BiasOutsideWindow::masked;
+  Dtype dtype = Dtype::float64;
+  std::uint64_t seed = 0;
+};
+
+LightweightParams parse(const Case& c) {
+  check_tensor_names(c, {"input", "kernel_logits"});
+  LightweightParams p{.length = std::size_t(get_int(c.params, "length")),
+                      .channels = std::size_t(get_int(c.params, "channels")),
+                      .heads = std::size_t(get_int(c.params, "heads")),
+                      .radius = std::size_t(get_int(c.params, "radius")),
+                      .outside = c.params.at("bias") == "clipped" ? BiasOutsideWindow::clipped : BiasOutsideWindow::masked,
+                      .dtype = case_dtype(c),
+                      .seed = case_seed(c)};
+  if (p.channels % p.heads != 0)
+    throw ParamError("heads", "the heads split the channels: heads must divide channels = " + std::to_string(p.channels));
+  if (p.length < 2 * p.radius + 1)
+    throw ParamError("radius", "the sequence needs an interior: length >= 2 radius + 1 = " +
+                                   std::to_string(2 * p.radius + 1));
+  if (p.outside == BiasOutsideWindow::clipped && c.expect != "fail")
+    throw ParamError("bias", "a clipped (finite) bias outside the window is the converse: set \"expect\": \"fail\"");
+  if (p.outside == BiasOutsideWindow::clipped && p.length <= 2 * p.radius + 1)
+    throw ParamError("length", "with length <= 2 radius + 1 no offset lies outside the window");
+  return p;
+}
+
+TensorShapes expected_tensors(const LightweightParams& p) {
+  return {{"input", {p.channels, p.length}}, {"kernel_logits", {p.heads, 2 * p.radius + 1}}};
+}
+
+template <class T> Outcome verify(const Case& c, const LightweightParams& p) {
+  const CaseTensors tensors(c, p.seed);
+  const Sequence<T> x = tensors.get<T, 2>("input", {p.channels, p.length});
+  const Matrix<T> logits = tensors.get<T, 2>("kernel_logits", {p.heads, 2 * p.radius + 1});
+  const RelativeBias<T> beta = window_bias(logits, p.length, p.outside);
+  const Sequence<T> attention = relative_bias_attention(x, beta);
+  const Sequence<T> conv = lightweight_conv1d(x, logits);
+
+  const std::size_t k = p.radius, l = p.length;
+  const auto columns = [](const Sequence<T>& s, std::size_t from, std::size_t to) {
+    return Sequence<T>(xt::view(s, xt::all(), xt::range(from, to)));
+  };
+  const Difference interior = compare(columns(attention, k, l - k), columns(conv, k, l - k));
+  double band = 0;  // max |attention - conv| over the end bands
+  if (k > 0)
+    band = std::max(compare(columns(attention, 0, k), columns(conv, 0, k)).max_abs,
+                    compare(columns(attention, l - k, l), columns(conv, l - k, l)).max_abs);
+  // The convolution's weight on padded zeros at the first and last token (the
+  // most of any end-band token), and the attention's mass outside the window.
+  const Matrix<T> kernel = softmax_rows(logits);
+  double padded_weight = 0, outside_mass = 0, centre_outside_mass = 0;
+  for (std::size_t h = 0; h < p.heads; ++h) {
+    double before = 0, after = 0;
+    for (std::size_t t = 0; t < k; ++t) before += double(kernel(h, t)), after += double(kernel(h, 2 * k - t));
+    padded_weight = std::max({padded_weight, before, after});
+    for (std::size_t i = 0; i < l; ++i) {
+      const Vector<T> row = relative_bias_row(beta, h, i);
+      double mass = 0;
+      for (std::size_t j = 0; j < l; ++j)
+        if (std::abs(double(j) - double(i)) > double(k)) mass += double(row(j));
+      outside_mass = std::max(outside_mass, mass);
+      if (i == l / 2) centre_outside_mass = std::max(centre_outside_mass, mass);
+    }
+  }
+  // Round-off (first order, gamma_n = n u): each side's softmax weights err by
+  // gamma_{2k+4} relative (subtraction, exp, the 2k + 1 term sum, division) and
+  // its weighted sum of 2k + 1 values by gamma_{2k+1} sum_t p_t |x| <= gamma_{2k+1} max|x|,
+  // so the two differ by at most 2 gamma_{4k+5} max|x| on the interior.
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const double roundoff = 2 * double(4 * k + 5) * u * double(xt::amax(xt::abs(xt::cast<double>(x)))());
+
+  Outcome out;
+  out.metrics = {{"max_abs", interior.max_abs},
+                 {"rel_l2", interior.rel_l2},
+                 {"bias", p.outside == BiasOutsideWindow::clipped ? "clipped" : "masked"},
+                 {"roundoff_allowance", roundoff},
+                 {"end_band_tokens", k},
+                 {"end_band_max_abs", band},
+                 {"end_band_padded_weight", padded_weight},
+                 {"outside_mass", outside_mass},
+                 {"centre_outside_mass", centre_outside_mass}};
+  out.default_tolerance = {{"max_abs", roundoff}};
+  if (p.outside == BiasOutsideWindow::clipped)
+    out.predicted_failure = PredictedFailure{
+        "outside_mass", 0.0, double(l) * u,
+        "a finite bias outside [-k, k] gives every token of the sequence a positive weight, which a kernel of 2k + 1 "
+        "taps does not have"};
+  out.tensors = {{"input", xt::xarray<T>(x)},
+                 {"expected", xt::xarray<T>(conv)},
+                 {"actual", xt::xarray<T>(attention)},
+                 {"kernel_logits", xt::xarray<T>(logits)}};
+  return out;
+}
+
+ParamSpec size(const char* name, const char* help, double minimum = 1) {
+  return {.name = name, .kind = ParamKind::integer, .default_value = nullptr, .help = help, .minimum = minimum,
+          .maximum = 4096};
+}
+
+const bool registered = register_proof(make_proof<LightweightParams>({
+    .id = "chang2021.relative_position_lightweight_conv",
+    .paper = "Chang, Xu, Xu & Tu, Convolutions and Self-Attention: Re-interpreting Relative Positions in Pre-trained "
+             "Language Models, ACL 2021 (lightweight convolution: Wu et al., ICLR 2019)",
+    .statement = "On a sequence, self-attention with W_qry = W_key = 0, the values the input and a relative position "
+    "bias beta_h(j - i) = -inf outside [-k, k] is, on the tokens k <= i < L - k, the lightweight convolution whose "
+    "kernel is softmax(beta_h) on [-k, k] (depthwise, shared per head, zero padding); with a finite bias outside the "
+    "window (clipped relative positions) it is not.",
+    .params = {size("length", "L, the number of tokens"),
+               size("channels", "C, split evenly between the heads"),
+               size("heads", "N_h"),
+               size("radius", "k: the window [-k, k], 2k + 1 taps", 0),
+               {.name = "bias", .kind = ParamKind::string, .default_value = "masked",
+                .help = "outside the window: \"masked\" (-inf, the claim) or \"clipped\" (beta(delta) = "
+                        "beta(clip(delta, -k, k)), Shaw et al. 2018; \"expect\": \"fail\")",
+                .choices = {"masked", "clipped"}},
+               dtype_param(),
+               seed_param()},
+    .parse = parse,
+    .verify = {verify<float>, verify<double>},
+    .metrics = distance_metrics("the attention against the lightweight convolution on the interior k <= i < L - k", {
+        {.name = "bias", .type = "string", .help = "\"masked\" or \"clipped\""},
+        {.name = "roundoff_allowance", .type = "number", .help = "2 gamma_{4k+5} max|x|: max_abs within it is round-off"},
+        {.name = "end_band_tokens", .type = "integer", .help = "k: the tokens at each end where the two may differ"},
+        {.name = "end_band_max_abs", .type = "number",
+         .help = "max |attention - convolution| over the end bands (the attention renormalises over the tokens that "
+                 "exist, the convolution weighs padded zeros)"},
+        {.name = "end_band_padded_weight", .type = "number",
+         .help = "the largest kernel weight a token of the end bands gives to padded zeros (its k taps outside)"},
+        {.name = "outside_mass", .type = "number",
+         .help = "max over heads and queries of the attention on keys |j - i| > k (0 when masked)", .error = true},
+        {.name = "centre_outside_mass", .type = "number", .help = "the same for the middle token i = L / 2"},
+    }),
+    .expected_tensors = expected_tensors,
+}));
+
+}  // namespace
+}  // namespace attnconv

@@ -1,0 +1,257 @@
+// d'Ascoli, Touvron, Leavitt, Morcos, Biroli & Sagun, "ConViT: Improving Vision
+// Transformers with Soft Convolutional Inductive Biases", ICML 2021: gated
+// positional self-attention (mhsa/gpsa.hpp) with ConViT's local init
+// (construction/convit_init.hpp). Checked and measured:
+//   - with sigma(lambda) -> 1 and a large locality strength, GPSA is the
+//     convolution of its limit (the positional softmax at locality strength
+//     1000 and gate 1000, where every weight is 0, 1 or an exact tie), on the
+//     patches whose window lies in the grid (GPSA has no padding);
+//   - at ConViT's default init (locality strength 1, lambda = 1, values I,
+//     W_qry, W_key, W_proj of std 0.02): the distance to its nearest
+//     convolution (construction/nearest_convolution.hpp: the attention of the
+//     centre patch on the window), per head, and to its limit convolution;
+//   - for `reach_tolerance`: the smallest locality strength (gate 1000) and the
+//     smallest lambda (locality strength 1000) whose GPSA is within it of the
+//     limit convolution.
+#include <cmath>
+#include <limits>
+#include <xtensor/xview.hpp>
+
+#include "construction/convit_init.hpp"
+#include "construction/nearest_convolution.hpp"
+#include "construction/theorem1.hpp"
+#include "harness/errors.hpp"
+#include "metrics/compare.hpp"
+#include "mhsa/gpsa.hpp"
+#include "ops/conv2d_blocked.hpp"
+#include "proof/case_tensors.hpp"
+#include "proof/common_params.hpp"
+#include "proof/proof_spec.hpp"
+
+namespace attnconv {
+namespace {
+
+constexpr double limit = 1000;  // locality strength and gate of the limit
+
+struct GpsaParams {
+  std::array<int, 2> image{}, window{};
+  std::size_t heads = 0, head_dim = 0;
+  double locality_strength = 1, gating = 1, weight_scale = 0, reach_tolerance = 0;
+  Dtype dtype = Dtype::float64;
+  std::uint64_t seed = 0;
+};
+
+GpsaParams parse(const Case& c) {
+  check_tensor_names(c, {"input", "w_qry", "w_key", "w_proj", "b_proj"});
+  const auto pair = [&](const char* key) {
+    const json& v = c.params.at(key);
+    return v.is_array() ? std::array<int, 2>{v[0].get<int>(), v[1].get<int>()} : std::array<int, 2>{v.get<int>(), v.get<int>()};
+  };
+  GpsaParams p{.image = pair("image"), .window = pair("window"), .heads = std::size_t(get_int(c.params, "heads")),
+               .head_dim = std::size_t(get_int(c.params, "head_dim")),
+               .locality_strength = get_number(c.params, "locality_strength"), .gating = get_number(c.params, "gating"),
+               .weight_scale = get_number(c.params, "weight_scale"),
+               .reach_tolerance = get_number(c.params, "reach_tolerance"), .dtype = case_dtype(c), .seed = case_seed(c)};
+  try {
+    (void)convit_kernel_size(p.heads);
+  } catch (const std::invalid_argument& e) {
+    throw ParamError("heads", e.what());
+  }
+  if (p.window[0] > p.image[0] || p.window[1] > p.image[1])
+    throw ParamError("window", "the nearest convolution's window must fit the image");
+  return p;
+}
+
+TensorShapes expected_tensors(const GpsaParams& p) {
+  const std::size_t d = p.heads * p.head_dim;
+  return {{"input", {d, std::size_t(p.image[0]), std::size_t(p.image[1])}},
+          {"w_qry", {d, d}}, {"w_key", {d, d}}, {"w_proj", {d, d}}, {"b_proj", {d}}};
+}
+
+// A drawn tensor is uniform in [-1, 1) times `scale`; a loaded one is as given.
+template <class T, std::size_t N>
+xt::xtensor<T, N> weight(const Case& c, const CaseTensors& tensors, const char* key, const std::array<std::size_t, N>& shape,
+                         double scale) {
+  xt::xtensor<T, N> w = tensors.get<T, N>(key, shape);
+  if (!has_case_tensor(c, key)) w *= T(scale);
+  return w;
+}
+
+// The GPSA output on the patches whose window lies in the grid against the
+// convolution (no padding) of `kernel`: (C, H - K1 + 1, W - K2 + 1).
+template <class T>
+Difference against_conv(const Image<T>& gpsa, const Image<T>& x, const Kernel<T>& kernel, const Vector<T>& bias,
+                        std::array<int, 2> window) {
+  const Image<T> conv = conv2d_blocked(x, kernel, std::optional<Vector<T>>(bias), ConvGeometry{});
+  const auto c = kernel_center(window);
+  const Image<T> inner = xt::view(gpsa, xt::all(), xt::range(c[0], c[0] + int(conv.shape(1))),
+                                  xt::range(c[1], c[1] + int(conv.shape(2))));
+  return compare(inner, conv);
+}
+
+template <class T> Outcome verify(const Case& c, const GpsaParams& p) {
+  const CaseTensors tensors(c, p.seed);
+  const std::size_t d = p.heads * p.head_dim, h_img = std::size_t(p.image[0]), w_img = std::size_t(p.image[1]);
+  const Image<T> x = tensors.get<T, 3>("input", {d, h_img, w_img});
+  const Matrix<T> tokens = image_to_tokens(x);
+  GpsaLayer<T> layer{.heads = p.heads,
+                     .w_qry = weight<T, 2>(c, tensors, "w_qry", {d, d}, p.weight_scale),
+                     .w_key = weight<T, 2>(c, tensors, "w_key", {d, d}, p.weight_scale),
+                     .w_val = xt::eye<T>(d),
+                     .w_proj = weight<T, 2>(c, tensors, "w_proj", {d, d}, p.weight_scale),
+                     .b_proj = weight<T, 1>(c, tensors, "b_proj", {d}, p.weight_scale),
+                     .v_pos = {},
+                     .gating = {}};
+  const auto at = [&](double strength, double gate) {
+    GpsaLayer<T> l = layer;
+    l.v_pos = convit_v_pos<T>(p.heads, strength);
+    l.gating = xt::xtensor<T, 1>(xt::ones<T>({p.heads}) * T(gate));
+    return l;
+  };
+  const auto image_of = [&](const GpsaLayer<T>& l) { return tokens_to_image(gpsa_forward(l, tokens, h_img, w_img), h_img, w_img); };
+
+  // W_val^h (D x d) and W_proj^h as Lemma 1 splits them, for the equivalent kernel.
+  xt::xtensor<T, 3> w_val_heads = xt::zeros<T>({p.heads, d, p.head_dim});
+  for (std::size_t h = 0; h < p.heads; ++h)
+    xt::view(w_val_heads, h) = xt::view(layer.w_val, xt::all(), xt::range(h * p.head_dim, (h + 1) * p.head_dim));
+  const std::array<int, 2> origin{p.image[0] / 2, p.image[1] / 2};
+  const std::size_t centre = std::size_t(origin[0]) * w_img + std::size_t(origin[1]);
+  const auto offsets = [&](const GpsaLayer<T>& l) {
+    return OffsetWeights<T>(xt::reshape_view(gpsa_attention(l, tokens, h_img, w_img, centre), {p.heads, h_img, w_img}));
+  };
+  const auto kernel_of = [&](const OffsetWeights<T>& o) {
+    return window_kernel(equivalent_kernel(o, w_val_heads, layer.w_proj), origin, p.window);
+  };
+
+  const GpsaLayer<T> case_layer = at(p.locality_strength, p.gating);
+  const Image<T> y = image_of(case_layer);
+  const Kernel<T> limit_kernel = kernel_of(offsets(at(limit, limit)));
+  const Difference d_limit = against_conv(y, x, limit_kernel, layer.b_proj, p.window);
+  const OffsetWeights<T> attention = offsets(case_layer);
+  const Difference d_nearest = against_conv(y, x, kernel_of(attention), layer.b_proj, p.window);
+  const std::vector<HeadTap> taps = head_taps(attention, origin, convit_centers(p.heads), p.window);
+
+  // Per head: its own output against its own nearest convolution (the other heads' values zeroed).
+  json head_max_abs = json::array(), head_leak = json::array(), head_mass_outside = json::array();
+  for (std::size_t h = 0; h < p.heads; ++h) {
+    GpsaLayer<T> one = case_layer;
+    one.w_val = xt::zeros<T>({d, d});
+    xt::view(one.w_val, xt::all(), xt::range(h * p.head_dim, (h + 1) * p.head_dim)) =
+        xt::view(layer.w_val, xt::all(), xt::range(h * p.head_dim, (h + 1) * p.head_dim));
+    xt::xtensor<T, 3> one_heads = xt::zeros<T>(w_val_heads.shape());
+    xt::view(one_heads, h) = xt::view(w_val_heads, h);
+    const Kernel<T> k = window_kernel(equivalent_kernel(attention, one_heads, layer.w_proj), origin, p.window);
+    head_max_abs.push_back(against_conv(image_of(one), x, k, layer.b_proj, p.window).max_abs);
+    head_leak.push_back(taps[h].leak);
+    head_mass_outside.push_back(taps[h].mass_outside);
+  }
+
+  // Round-off (first order, as finite_alpha.hpp (a)): every output is a sum of at
+  // most n = H W + 2 D + K1 K2 + 4 terms in either computation, each within
+  // n u |b|_inf + sum_h max_k (|x_k| |W_val^h| |W_proj^h|)_inf.
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const xt::xtensor<double, 2> x_abs = xt::abs(xt::cast<double>(tokens));
+  double abs_scale = double(xt::amax(xt::abs(xt::cast<double>(layer.b_proj)))());
+  for (std::size_t h = 0; h < p.heads; ++h) {
+    const xt::xtensor<double, 2> v = xt::abs(xt::cast<double>(xt::view(layer.w_val, xt::all(), xt::range(h * p.head_dim, (h + 1) * p.head_dim))));
+    const xt::xtensor<double, 2> o = xt::abs(xt::cast<double>(xt::view(layer.w_proj, xt::range(h * p.head_dim, (h + 1) * p.head_dim), xt::all())));
+    Matrix<double> m = xt::zeros<double>({d, d});
+    for (std::size_t a = 0; a < d; ++a)
+      for (std::size_t e = 0; e < p.head_dim; ++e)
+        for (std::size_t b = 0; b < d; ++b) m(a, b) += v(a, e) * o(e, b);
+    double largest = 0;
+    for (std::size_t k = 0; k < x_abs.shape(0); ++k)
+      for (std::size_t b = 0; b < d; ++b) {
+        double s = 0;
+        for (std::size_t a = 0; a < d; ++a) s += x_abs(k, a) * m(a, b);
+        largest = std::max(largest, s);
+      }
+    abs_scale += largest;
+  }
+  const double n = double(h_img * w_img + 2 * d + std::size_t(p.window[0] * p.window[1]) + 4);
+  const double roundoff = 2 * n * u * abs_scale;
+
+  // The smallest locality strength (gate at the limit) and gate (strength at the
+  // limit) within reach_tolerance of the limit convolution, on geometric / even grids.
+  const auto within = [&](double strength, double gate) {
+    return against_conv(image_of(at(strength, gate)), x, limit_kernel, layer.b_proj, p.window).max_abs <= p.reach_tolerance;
+  };
+  json strength_min = nullptr, gate_min = nullptr;
+  for (int j = -8; j <= 40 && strength_min.is_null(); ++j)
+    if (within(std::pow(2.0, j / 4.0), limit)) strength_min = std::pow(2.0, j / 4.0);
+  for (int j = -20; j <= 100 && gate_min.is_null(); ++j)
+    if (within(limit, j / 2.0)) gate_min = j / 2.0;
+
+  Outcome out;
+  out.metrics = {{"max_abs", d_limit.max_abs},
+                 {"rel_l2", d_limit.rel_l2},
+                 {"nearest_max_abs", d_nearest.max_abs},
+                 {"nearest_rel_l2", d_nearest.rel_l2},
+                 {"roundoff_allowance", roundoff},
+                 {"sigma", 1 / (1 + std::exp(-p.gating))},
+                 {"head_max_abs", head_max_abs},
+                 {"head_leak", head_leak},
+                 {"head_mass_outside", head_mass_outside},
+                 {"locality_strength_min", strength_min},
+                 {"gating_min", gate_min},
+                 {"sigma_min", gate_min.is_null() ? json(nullptr) : json(1 / (1 + std::exp(-gate_min.get<double>())))}};
+  out.default_tolerance = {{"max_abs", roundoff}};
+  if (c.expect == "fail")
+    out.predicted_failure = PredictedFailure{
+        "max_abs", roundoff, 0.0,
+        "with a finite locality strength and gate the attention spreads beyond each head's tap and mixes in the "
+        "content softmax, so GPSA is not its limit convolution"};
+  out.tensors = {{"input", xt::xarray<T>(x)}, {"actual", xt::xarray<T>(y)}, {"limit_kernel", xt::xarray<T>(limit_kernel)}};
+  return out;
+}
+
+ParamSpec integer(const char* name, const char* help) {
+  return {.name = name, .kind = ParamKind::integer, .default_value = nullptr, .help = help, .minimum = 1, .maximum = 256};
+}
+
+const bool registered = register_proof(make_proof<GpsaParams>({
+    .id = "dascoli2021.convit_gpsa",
+    .paper = "d'Ascoli, Touvron, Leavitt, Morcos, Biroli & Sagun, ConViT: Improving Vision Transformers with Soft "
+             "Convolutional Inductive Biases, ICML 2021, Eq. 5 and the local init (facebookresearch/convit)",
+    .statement = "Gated positional self-attention with ConViT's local init (v_pos^h = locality_strength (2 Delta_h, "
+    "-1), values I) tends, as sigma(lambda_h) -> 1 and the locality strength grows, to a convolution (Theorem 1's "
+    "construction); at ConViT's default init (locality strength 1, lambda = 1) it is measurably not one.",
+    .params = {{.name = "image", .kind = ParamKind::int_pair, .default_value = nullptr, .help = "[H, W] patches"},
+               integer("heads", "N_h, a square K^2 (ConViT: 4, 9, 16)"),
+               integer("head_dim", "d = D / N_h (ConViT: 48)"),
+               {.name = "window", .kind = ParamKind::int_pair, .default_value = json::array({3, 3}),
+                .help = "the nearest convolution's kernel [K1, K2]"},
+               {.name = "locality_strength", .kind = ParamKind::number, .default_value = 1.0,
+                .help = "ConViT's locality strength (default 1)", .minimum = 0.0, .exclusive_minimum = true},
+               {.name = "gating", .kind = ParamKind::number, .default_value = 1.0,
+                .help = "lambda_h of every head (ConViT's init: 1, sigma = 0.731)"},
+               {.name = "weight_scale", .kind = ParamKind::number, .default_value = 0.034641016151377546,
+                .help = "drawn W_qry, W_key, W_proj, b_proj are uniform in [-1, 1) times this (default: std 0.02, "
+                        "ConViT's truncated-normal std; its b_proj is 0)",
+                .minimum = 0.0},
+               {.name = "reach_tolerance", .kind = ParamKind::number, .default_value = 1e-6,
+                .help = "max_abs for locality_strength_min and gating_min", .minimum = 0.0, .exclusive_minimum = true},
+               dtype_param(),
+               seed_param()},
+    .parse = parse,
+    .verify = {verify<float>, verify<double>},
+    .metrics = distance_metrics("GPSA against its limit convolution (patches whose window lies in the grid)", {
+        {.name = "nearest_max_abs", .type = "number",
+         .help = "GPSA against its nearest convolution (the centre patch's attention on the window)", .error = true},
+        {.name = "nearest_rel_l2", .type = "number", .help = "the same, relative L2"},
+        {.name = "roundoff_allowance", .type = "number", .help = "2 n u times the absolute scale of the outputs"},
+        {.name = "sigma", .type = "number", .help = "sigma(lambda) of the case"},
+        {.name = "head_max_abs", .type = "array", .help = "per head: its output against its nearest convolution"},
+        {.name = "head_leak", .type = "array", .help = "per head: 1 - attention on the tap nearest Delta_h (centre patch)"},
+        {.name = "head_mass_outside", .type = "array", .help = "per head: attention outside the window (centre patch)"},
+        {.name = "locality_strength_min", .type = "number",
+         .help = "smallest locality strength 2^(j/4) (gate 1000) within reach_tolerance of the limit (null: none to 1024)", .nullable = true},
+        {.name = "gating_min", .type = "number",
+         .help = "smallest lambda on a 0.5 grid (locality strength 1000) within reach_tolerance (null: none to 50)", .nullable = true},
+        {.name = "sigma_min", .type = "number", .help = "sigma(gating_min)", .nullable = true},
+    }),
+    .expected_tensors = expected_tensors,
+}));
+
+}  // namespace
+}  // namespace attnconv

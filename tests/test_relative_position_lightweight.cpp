@@ -1,0 +1,62 @@
+// Relative-position attention (mhsa/relative_bias_attention) and the
+// lightweight convolution (ops/lightweight_conv) against the PyTorch fixtures
+// of tests/fixtures/positional/lightweight, and the claim's identity on the interior.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <xtensor/xnpy.hpp>
+#include <xtensor/xview.hpp>
+
+#include "metrics/compare.hpp"
+#include "mhsa/relative_bias_attention.hpp"
+#include "ops/lightweight_conv.hpp"
+
+using namespace attnconv;
+
+namespace {
+const std::string fixture_dir = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/positional/";
+Matrix<double> load(const std::string& path) { return xt::load_npy<double>(path); }
+}  // namespace
+
+TEST_CASE("relative-bias attention and the lightweight convolution match PyTorch", "[relative_position_lightweight]") {
+  std::ifstream in(fixture_dir + "manifest.json");
+  for (const auto& entry : nlohmann::json::parse(in)["lightweight"]) {
+    const std::string dir = fixture_dir + "lightweight/" + entry["name"].get<std::string>() + "/";
+    INFO(entry.dump());
+    const Sequence<double> x = load(dir + "input.npy");
+    const Matrix<double> w = load(dir + "kernel_logits.npy");
+    const std::size_t l = x.shape(1);
+    CHECK(compare(lightweight_conv1d(x, w), load(dir + "lightweight.npy")).max_abs <= 1e-15);
+    CHECK(compare(relative_bias_attention(x, window_bias(w, l, BiasOutsideWindow::masked)),
+                  load(dir + "masked.npy")).max_abs <= 1e-15);
+    CHECK(compare(relative_bias_attention(x, window_bias(w, l, BiasOutsideWindow::clipped)),
+                  load(dir + "clipped.npy")).max_abs <= 1e-15);
+  }
+}
+
+TEST_CASE("masked: equal on the interior, different in the end bands", "[relative_position_lightweight]") {
+  const Sequence<double> x = {{1, -2, 3, 0.5, -1, 2, 4, -3}};
+  const Matrix<double> w = {{0.25, -0.5, 1.0}};  // k = 1
+  const Sequence<double> attention = relative_bias_attention(x, window_bias(w, 8, BiasOutsideWindow::masked));
+  const Sequence<double> conv = lightweight_conv1d(x, w);
+  for (std::size_t i = 1; i < 7; ++i) CHECK(std::abs(attention(0, i) - conv(0, i)) <= 1e-15);
+  // token 0: the attention renormalises over its keys 0 and 1, the convolution weighs a padded zero.
+  const double e0 = std::exp(-0.5), e1 = std::exp(1.0), em = std::exp(0.25);
+  CHECK(attention(0, 0) == Approx((e0 * 1 + e1 * -2) / (e0 + e1)).epsilon(1e-14));
+  CHECK(conv(0, 0) == Approx((e0 * 1 + e1 * -2) / (em + e0 + e1)).epsilon(1e-14));
+  CHECK(std::abs(attention(0, 0) - conv(0, 0)) > 0.1);
+}
+
+TEST_CASE("clipped: every key has positive weight", "[relative_position_lightweight]") {
+  const Matrix<double> w = {{0.0, 1.0, 0.0}};
+  const Vector<double> row = relative_bias_row(window_bias(w, 10, BiasOutsideWindow::clipped), 0, 5);
+  double outside = 0;
+  for (std::size_t j = 0; j < 10; ++j) {
+    CHECK(row(j) > 0);
+    if (j < 4 || j > 6) outside += row(j);
+  }
+  CHECK(outside == Approx(7 / (9 + std::exp(1.0))).epsilon(1e-14));  // 7 keys of weight e^0 outside
+  const Matrix<double> two_heads = {{0.0, 1.0, 0.0}, {0.0, 1.0, 0.0}};  // do not split 3 channels
+  CHECK_THROWS_AS(lightweight_conv1d(Sequence<double>(xt::zeros<double>({3, 4})), two_heads), std::invalid_argument);
+}
