@@ -14,7 +14,7 @@
 namespace attnconv {
 
 void check_hypotheses(const Case& c, int kernel_positions, const Theorem1Options& options, int out_channels) {
-  check_tensor_names(c, {"input", "conv_weight", "conv_bias"});
+  check_tensor_names(c, {"input", "conv_weight", "conv_bias", "reference_output"});
   if (c.expect != "hold") return;
   if (options.heads < kernel_positions)
     throw ParamError("heads", "Theorem 1 needs heads >= the number of kernel positions = " +

@@ -45,4 +45,8 @@ ConvShape case_conv_shape(const Case& c);
 // "dilation"; "same" padding needs stride 1 (as in PyTorch: ParamError).
 ConvGeometry case_geometry(const Case& c);
 
+// [C_out, H_out, W_out]: the shape of the convolution of `shape` with `g`
+// (a case's reference_output).
+std::vector<std::size_t> conv_output_shape(const ConvShape& shape, const ConvGeometry& g);
+
 }  // namespace attnconv
