@@ -190,6 +190,11 @@ TEST_CASE("a reference_output the parameters do not reproduce fails the case", "
   CHECK(c["status"] == "fail");
   CHECK(c["metrics"]["reference_rel_l2"].get<double>() > 1e-3);
   CHECK(c["message"].get<std::string>().find("disagrees with the case's reference_output") != std::string::npos);
+  // ACmix with another attention window: every tensor fits, the module output does not.
+  const Run acmix = run_cases(dir, {patched(acmix_stage0(), {{"params", {{"kernel_att", 5}}}})});
+  INFO(acmix.result.output);
+  CHECK(acmix.result.code == 1);
+  CHECK(acmix.report["cases"][0]["metrics"]["reference_rel_l2"].get<double>() > 1e-3);
 }
 
 TEST_CASE("attnconv --version prints the version and commit of the report's tool section", "[state_dict][cli]") {
