@@ -2,8 +2,6 @@
 // (harness/npz): its directory, then every entry (inflated, CRC-checked) read
 // as an .npy by the reader the loader uses. Either may refuse the file with a
 // std::runtime_error; a crash, a hang or a sanitizer report is a bug.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -12,26 +10,12 @@
 
 #include "harness/npy_check.hpp"
 #include "harness/npz.hpp"
-
-namespace {
-
-// One scratch file per fuzzing process, rewritten for every input, removed at exit.
-struct ScratchFile {
-  ScratchFile() {
-    const int fd = ::mkstemp(path.data());
-    if (fd < 0) std::abort();
-    ::close(fd);
-  }
-  ~ScratchFile() { ::unlink(path.c_str()); }
-  std::string path = "/tmp/attnconv-fuzz-npz-XXXXXX";
-};
-
-}  // namespace
+#include "scratch_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const ScratchFile scratch;
+  static const attnconv::fuzz::ScratchFile scratch("npz");
+  scratch.write(data, size);
   const std::string& path = scratch.path;
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), std::streamsize(size));
   try {
     for (const auto& entry : attnconv::read_npz_directory(path)) {
       try {
