@@ -91,6 +91,25 @@ TEST_CASE("an .npz state_dict under a prefix: batch, reference_output, provenanc
   CHECK(m1["provenance"]["dep_conv.weight"]["entry"] == "stage.0.dep_conv.weight");
 }
 
+TEST_CASE("a batch of sequences (N, C, L) for the 1D theorem", "[state_dict]") {
+  const ScratchDir dir("state_dict_1d");
+  const json c = {{"name", "t1d"},
+                  {"proof", "cordonnier2020.theorem1_1d"},
+                  {"params", {{"length", 9}, {"kernel", 3}, {"in_channels", 2}, {"out_channels", 3}, {"heads", 3},
+                              {"head_dim", 3}, {"padding", 2}, {"dilation", 2}}},
+                  {"weights", fixtures + "conv1d.npz"}};
+  const Run run = run_cases(dir, {c});
+  INFO(run.result.output);
+  REQUIRE(run.result.code == 0);
+  CHECK(run.report["cases"][0]["batch"] == 3);
+  CHECK(run.report["cases"][0]["metrics"]["max_abs_per_sample"].size() == 3);
+  CHECK(run.report["cases"][0]["metrics"]["reference_rel_l2"].get<double>() < 1e-14);
+  // A tolerance on the reference needs one.
+  const Run refused = run_cases(dir, {patched(small_theorem1_case(), {{"tolerance", {{"reference_rel_l2", 1e-9}}}})});
+  CHECK(refused.result.code == 2);
+  CHECK(refused.result.output.find("key 'tolerance.reference_rel_l2': the case gives no reference_output") != std::string::npos);
+}
+
 TEST_CASE("the .npz reader: entries, deflate, and a corrupt archive refused", "[state_dict][npz]") {
   const auto entries = attnconv::read_npz_directory(fixtures + "net_compressed.npz");
   CHECK(std::count_if(entries.begin(), entries.end(), [](const auto& e) { return e.method == 8; }) > 0);
