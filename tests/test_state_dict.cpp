@@ -185,6 +185,16 @@ TEST_CASE("no silent defaults: a module loaded in part, a wrong prefix, contradi
     CHECK(run.report["cases"][0]["params"]["dep_init"] == "shift");
     CHECK(run.report["cases"][0]["params"]["rates"] == json::array({0.25, 0.75}));
   }
+  // Without rate1 and rate2 the defaults 0.5, 0.5 would be used silently.
+  json no_rates = acmix;
+  no_rates.erase("weights_partial");
+  no_rates["weights"].erase("rate1");
+  no_rates["weights"].erase("rate2");
+  no_rates["weights"]["dep_conv.weight"] = {{"file", fixtures + "acmix.npz"}, {"entry", "stage.0.dep_conv.weight"}};
+  refused(no_rates, {"key 'weights'", "but not rate1, rate2", "\"weights_partial\": true"});
+  // A stride the layer did not have: its output has another shape.
+  refused(patched(theorem1_conv1(), {{"params", {{"stride", 1}}}}),
+          {"key 'weights.reference_output'", "has shape (2, 4, 4, 4), expected (2, 4, 7, 8)"});
   // A params value that contradicts the loaded tensors.
   refused(patched(acmix_stage0(), {{"params", {{"rates", {0.5, 0.5}}}}}),
           {"key 'params.rates'", "[0.5,0.5] contradicts the loaded tensors, which give [0.25,0.75]"});
