@@ -207,6 +207,8 @@ TEST_CASE("no silent defaults: a module loaded in part, a wrong prefix, contradi
                                                                                  {"reference_output", {{"file", fixtures + "net.npz"}, {"entry", "layer1.0.conv1.weight"}}}}}}),
           {"key 'weights.reference_output'", "expected (2, 4, 4, 4)"});
   refused(patched(small_theorem1_case(), {{"weights_prefix", "a."}}), {"key 'weights_prefix'", "needs \"weights\""});
+  refused(patched(conv2, {{"weights", {{"conv_weight", {{"entry", "layer1.0.conv2.weigth"}}}}}}),
+          {"key 'weights.conv_weight'", "has no entry 'layer1.0.conv2.weigth' (did you mean 'layer1.0.conv2.weight'?)"});
 }
 
 TEST_CASE("a reference_output the parameters do not reproduce fails the case", "[state_dict]") {

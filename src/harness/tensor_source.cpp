@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "harness/npz.hpp"
+#include "harness/params.hpp"
 #include "harness/quote.hpp"
 #include "harness/sha256.hpp"
 
@@ -34,7 +35,9 @@ std::string npz_entry_bytes(const std::string& path, const std::string& name) {
       } catch (const std::runtime_error& e) {
         throw std::runtime_error(shown + " " + e.what());
       }
-  throw std::runtime_error(shown + " has no entry '" + clip(name) + "'");
+  const std::string best = closest(name, npz_names(entries));
+  throw std::runtime_error(shown + " has no entry '" + clip(name) + "'" +
+                           (best.empty() ? "" : " (did you mean '" + clip(best) + "'?)"));
 }
 
 std::string entry_label(const std::string& path, const std::string& entry) {
