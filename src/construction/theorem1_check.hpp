@@ -8,6 +8,7 @@
 
 #include "construction/finite_alpha.hpp"
 #include "construction/theorem1.hpp"
+#include "mhsa/query_grid.hpp"
 #include "ops/conv2d_blocked.hpp"
 
 namespace attnconv {
@@ -16,6 +17,16 @@ namespace attnconv {
 // Each proof passes the engine it uses (mhsa_dense today) in exactly one place.
 template <class T>
 using MhsaEngine = std::function<Matrix<T>(const MhsaLayer<T>&, const Matrix<T>&, std::size_t, std::size_t)>;
+
+// An MHSA engine that computes only the outputs at `queries` (mhsa/query_grid.hpp):
+// (layer, tokens of an H x W image, H, W, queries) -> (queries.size()) x D_out.
+template <class T>
+using MhsaGridEngine =
+    std::function<Matrix<T>(const MhsaLayer<T>&, const Matrix<T>&, std::size_t, std::size_t, const QueryGrid&)>;
+
+// The queries of the padded image whose outputs a convolution of this geometry
+// keeps: (i s1 + c1 d1, j s2 + c2 d2) for the output pixel (i, j), c = kernel_center.
+QueryGrid convolution_queries(std::array<int, 2> kernel, const ConvGeometry& geometry, std::array<int, 2> output_size);
 
 // The MHSA output of a whole (C, H, W) image, as an image.
 template <class T> Image<T> mhsa_image(const MhsaLayer<T>& layer, const Image<T>& x, const MhsaEngine<T>& engine);
@@ -41,5 +52,12 @@ template <class T>
 Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
                                 const ConvGeometry& geometry, const Theorem1Options& options,
                                 const MhsaEngine<T>& engine);
+
+// The same check with an engine that attends only at convolution_queries(): a
+// strided layer computes only the outputs it keeps (no align_to_convolution).
+template <class T>
+Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
+                                const ConvGeometry& geometry, const Theorem1Options& options,
+                                const MhsaGridEngine<T>& engine);
 
 }  // namespace attnconv
