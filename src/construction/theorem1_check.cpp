@@ -34,7 +34,7 @@ Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, cons
                                 const ConvGeometry& g, const Theorem1Options& options, const MhsaEngine<T>& engine) {
   const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
   Theorem1Check<T> out;
-  out.expected = conv2d_blocked(x, w_conv, bias, g);
+  out.expected = conv2d_gemm(x, w_conv, bias, g);
   out.layer = theorem1_layer(w_conv, bias, options);
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   out.actual = align_to_convolution(mhsa_image(out.layer, xpad, engine), kernel, g,
@@ -60,7 +60,7 @@ Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, cons
                                 const MhsaGridEngine<T>& engine) {
   const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
   Theorem1Check<T> out;
-  out.expected = conv2d_blocked(x, w_conv, bias, g);
+  out.expected = conv2d_gemm(x, w_conv, bias, g);
   out.layer = theorem1_layer(w_conv, bias, options);
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   const Matrix<T> tokens = image_to_tokens(xpad);

@@ -1,5 +1,5 @@
 #pragma once
-// One run of the Theorem 1 construction against the convolution (conv2d_blocked),
+// One run of the Theorem 1 construction against the convolution (conv2d_gemm, a fast path of reference::conv2d),
 // shared by every proof of the claim (2D, 1D as a 1 x L image, the padding
 // remark): build the layer, attend over the padded image, crop and subsample
 // (docs/design.md, "Padding, stride, dilation"), and measure the finite-alpha bound.
@@ -9,7 +9,7 @@
 #include "construction/finite_alpha.hpp"
 #include "construction/theorem1.hpp"
 #include "mhsa/query_grid.hpp"
-#include "ops/conv2d_blocked.hpp"
+#include "ops/conv2d_gemm.hpp"
 
 namespace attnconv {
 
@@ -42,7 +42,7 @@ FiniteAlphaBound construction_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
                                    std::size_t width, std::array<int, 2> kernel, const Theorem1Options& options);
 
 template <class T> struct Theorem1Check {
-  Image<T> expected;        // conv2d_blocked: the ground truth
+  Image<T> expected;        // conv2d_gemm: the convolution to match
   Image<T> actual;          // the MHSA of the padded image, aligned to `expected`
   MhsaLayer<T> layer;       // the construction
   FiniteAlphaBound bound;   // on the padded image
