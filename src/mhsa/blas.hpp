@@ -53,9 +53,15 @@ template <class T> T max_abs_of_product(const Matrix<T>& a, const Matrix<T>& b) 
     const std::size_t r0 = chunk * product_chunk_rows, r1 = std::min(m, r0 + product_chunk_rows);
     T* c = scratch[thread].data();
     gemm(r1 - r0, n, k, a.data() + r0 * k, k, b.data(), n, T(0), c, n);
-    T largest = 0;
-    for (std::size_t e = 0; e < (r1 - r0) * n; ++e) largest = std::max(largest, std::abs(c[e]));
-    chunk_max[chunk] = largest;
+    // Four running maxima (max is exact: the order does not matter), four
+    // short dependency chains instead of one long one.
+    const std::size_t count = (r1 - r0) * n;
+    T m[4] = {0, 0, 0, 0};
+    std::size_t e = 0;
+    for (; e + 4 <= count; e += 4)
+      for (std::size_t l = 0; l < 4; ++l) m[l] = std::max(m[l], std::abs(c[e + l]));
+    for (; e < count; ++e) m[0] = std::max(m[0], std::abs(c[e]));
+    chunk_max[chunk] = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
   });
   return *std::max_element(chunk_max.begin(), chunk_max.end());
 }
