@@ -3,6 +3,8 @@
 
   /usr/bin/python3 bench/side_by_side.py [--attnconv build/attnconv] [--repeats 3] [--cases NAME ...]
 
+(Debian packages python3-torch and python3-numpy; attnconv built in build/.)
+
 For each case of bench/cases/ (the targets of README "Performance"): `attnconv run`
 on the case file (wall time of the whole process, as a user runs it) and the
 PyTorch peers of bench/torch_peers.py (conv2d alone, the naive dense check, the best
