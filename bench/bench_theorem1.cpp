@@ -25,6 +25,7 @@
 #include "construction/theorem1.hpp"
 #include "harness/case_loader.hpp"
 #include "harness/proof.hpp"
+#include "parallel/blas_kernel.hpp"
 #include "parallel/threads.hpp"
 #include "mhsa/blas.hpp"
 #include "mhsa/engine.hpp"
@@ -122,9 +123,11 @@ void bench_case(benchmark::State& state, int side, int kernel, int channels, std
 }  // namespace
 
 int main(int argc, char** argv) {
+  use_best_blas_kernel(argv);  // as attnconv does (parallel/blas_kernel.hpp)
   benchmark::Initialize(&argc, argv);
   dgemm_rate = measure_dgemm_rate();
-  std::printf("dgemm (2048^3, %d engine threads x 1 BLAS thread): %.1f GFLOP/s\n", engine_threads(), dgemm_rate);
+  std::printf("dgemm (2048^3, %d engine threads x 1 BLAS thread, OpenBLAS kernel %s): %.1f GFLOP/s\n", engine_threads(),
+              blas_kernel().c_str(), dgemm_rate);
   // The performance targets (bench/cases/) first, then the scaling table.
   const struct {
     int side, kernel, channels;

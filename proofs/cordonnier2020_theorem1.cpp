@@ -71,10 +71,12 @@ template <class T> Outcome verify(const Case& c, const Theorem1Params& p) {
   const std::optional<Vector<T>> b = tensors.conv_bias<T>(p.shared.bias, p.shape.out_channels);
 
   // The one place this proof chooses its MHSA engine (mhsa/engine.hpp: auto runs
-  // the exact separable engine on this layer, which has no content terms).
+  // the exact separable engine on this layer, which has no content terms),
+  // attending only at the queries the (strided) output keeps.
   EngineResult<T> ran{};
-  const MhsaEngine<T> engine = [&](const MhsaLayer<T>& layer, const Matrix<T>& tokens, std::size_t h, std::size_t w_) {
-    ran = run_mhsa(engine_from_string(p.shared.engine), layer, tokens, h, w_);
+  const MhsaGridEngine<T> engine = [&](const MhsaLayer<T>& layer, const Matrix<T>& tokens, std::size_t h,
+                                       std::size_t w_, const QueryGrid& queries) {
+    ran = run_mhsa(engine_from_string(p.shared.engine), layer, tokens, h, w_, queries);
     return ran.y;
   };
   const Theorem1Check<T> check = check_theorem1(x, w, b, p.geometry, p.options, engine);

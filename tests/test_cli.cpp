@@ -14,7 +14,7 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xstrided_view.hpp>
 
-#include "ops/conv2d_blocked.hpp"
+#include "ops/conv2d_gemm.hpp"
 
 namespace {
 
@@ -113,7 +113,7 @@ void check_dump(const fs::path& dir, std::array<std::size_t, 3> input, std::arra
   if (!bias) CHECK(zero_bias);
   // expected.npy is the convolution of the dumped input and parameters.
   const std::optional<Vector<T>> maybe_bias = bias ? std::optional<Vector<T>>(b) : std::nullopt;
-  const bool reproduced = conv2d_blocked(x, w, maybe_bias, g) == expected;
+  const bool reproduced = conv2d_gemm(x, w, maybe_bias, g) == expected;  // the convolution the proof runs
   CHECK(reproduced);
 }
 
@@ -332,7 +332,7 @@ TEST_CASE("run: weights loaded from .npy files; unknown or missing ones are bad 
   ConvGeometry g;
   g.padding = {1, 1, 1, 1};
   const Image<double> expected = xt::load_npy<double>((dumps / "loaded" / "expected.npy").string());
-  const bool reproduced = conv2d_blocked(x, w, std::optional<Vector<double>>(b), g) == expected;
+  const bool reproduced = conv2d_gemm(x, w, std::optional<Vector<double>>(b), g) == expected;
   CHECK(reproduced);
 
   const std::string before = read_file(out / "report.json");

@@ -1,6 +1,6 @@
 // The ground truth, pinned: reference::conv2d and pad() against values computed
 // by hand (derivations in the comments), and reference::conv2d and the fast
-// conv2d_blocked against every PyTorch fixture in tests/fixtures/conv2d
+// conv2d_blocked and conv2d_gemm against every PyTorch fixture in tests/fixtures/conv2d
 // (F.pad + F.conv2d, float64).
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -12,6 +12,7 @@
 
 #include "metrics/compare.hpp"
 #include "ops/conv2d_blocked.hpp"
+#include "ops/conv2d_gemm.hpp"
 #include "reference/conv.hpp"
 
 namespace {
@@ -275,7 +276,7 @@ TEST_CASE("pad: sizes PyTorch rejects are rejected, not read out of bounds", "[c
   CHECK_NOTHROW(pad(x, {5, 5, 5, 5}, PaddingMode::replicate));
 }
 
-TEST_CASE("reference::conv2d and conv2d_blocked agree with every PyTorch fixture", "[conv_reference]") {
+TEST_CASE("reference::conv2d, conv2d_blocked and conv2d_gemm agree with every PyTorch fixture", "[conv_reference]") {
   const std::string root = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/conv2d/";
   std::ifstream stream(root + "manifest.json");
   REQUIRE(stream);
@@ -307,7 +308,7 @@ TEST_CASE("reference::conv2d and conv2d_blocked agree with every PyTorch fixture
       CHECK(same.left == g.padding.left);
       CHECK(same.right == g.padding.right);
     }
-    for (const Image<double>& y : {reference::conv2d(x, w, bias, g), conv2d_blocked(x, w, bias, g)}) {
+    for (const Image<double>& y : {reference::conv2d(x, w, bias, g), conv2d_blocked(x, w, bias, g), conv2d_gemm(x, w, bias, g)}) {
       REQUIRE(y.shape() == output.shape());
       const Difference d = compare(y, output);
       INFO("rel_l2 = " << d.rel_l2 << ", max_abs = " << d.max_abs);

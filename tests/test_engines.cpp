@@ -139,3 +139,41 @@ TEST_CASE("the separable engine refuses layers it is not exact for; auto falls b
   CHECK(engine_from_string("auto") == Engine::auto_);
   CHECK_THROWS_WITH(engine_from_string("fast"), Catch::Contains("unknown engine 'fast'"));
 }
+
+TEST_CASE("the engines at a grid of queries give the whole image's outputs at those queries", "[engines]") {
+  const struct {
+    std::size_t height, width;
+    QueryGrid queries;
+  } configs[] = {{9, 11, {{1, 2}, {2, 3}, {4, 3}}},   // strided, offset
+                 {8, 8, {{0, 0}, {1, 1}, {8, 8}}},    // every query
+                 {10, 7, {{3, 0}, {3, 2}, {3, 4}}},   // up to the last row and column
+                 {6, 6, {{2, 5}, {1, 1}, {0, 1}}}};   // no query at all
+  std::uint64_t seed = 11;
+  for (const auto& config : configs) {
+    LayerShape shape;
+    shape.encoding = Encoding::quadratic, shape.score_scale = 3;
+    const auto layer = random_layer<double>(seed, shape);
+    const auto x = random_tokens<double>(seed++, config.height * config.width, shape.d_in);
+    const QueryGrid& q = config.queries;
+    for (const Engine engine : {Engine::separable, Engine::dense}) {
+      const Matrix<double> all = run_mhsa(engine, layer, x, config.height, config.width).y;
+      const EngineResult<double> kept = run_mhsa(engine, layer, x, config.height, config.width, q);
+      INFO(to_string(engine) << " " << config.height << "x" << config.width);
+      REQUIRE(kept.y.shape(0) == q.size());
+      REQUIRE(kept.y.shape(1) == all.shape(1));
+      double largest = 0, diff = 0;
+      for (std::size_t i = 0; i < q.count[0]; ++i)
+        for (std::size_t j = 0; j < q.count[1]; ++j)
+          for (std::size_t o = 0; o < all.shape(1); ++o) {
+            const double expected = all(q.at(0, i) * config.width + q.at(1, j), o);
+            largest = std::max(largest, std::abs(expected));
+            diff = std::max(diff, std::abs(kept.y(i * q.count[1] + j, o) - expected));
+          }
+      CHECK(diff <= 1e-14 * largest);
+    }
+  }
+  LayerShape shape;
+  const auto layer = random_layer<double>(1, shape);
+  const auto x = random_tokens<double>(1, 4 * 4, shape.d_in);
+  CHECK_THROWS_AS(mhsa_separable(layer, x, 4, 4, QueryGrid{{1, 0}, {2, 1}, {3, 4}}), std::invalid_argument);
+}

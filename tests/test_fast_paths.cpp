@@ -14,6 +14,7 @@
 #include "mhsa/separable_engine.hpp"
 #include "ops/conv1d_blocked.hpp"
 #include "ops/conv2d_blocked.hpp"
+#include "ops/conv2d_gemm.hpp"
 #include "property.hpp"
 #include "reference/conv.hpp"
 #include "reference/mhsa.hpp"
@@ -47,6 +48,12 @@ template <class T> SampleRun conv2d_row() {
                     reference::conv2d(s.x, s.weight, s.bias, s.geometry), s.description);
 }
 
+template <class T> SampleRun conv2d_gemm_row() {
+  const auto s = samples::conv_sample<T>();
+  return sample_run(conv2d_gemm(s.x, s.weight, s.bias, s.geometry), reference::conv2d(s.x, s.weight, s.bias, s.geometry),
+                    s.description);
+}
+
 // A sequence is the first image row of a 2D sample with a 1-tall kernel.
 template <class T> SampleRun conv1d_row() {
   auto s = samples::conv_sample<T>();
@@ -67,6 +74,8 @@ SampleRun mhsa_row(bool positional_only, const std::function<Matrix<double>(cons
 const FastPath fast_paths[] = {
     {"conv2d_blocked float64", "every geometry and groups", 0, conv2d_row<double>},
     {"conv2d_blocked float32", "every geometry and groups", 0, conv2d_row<float>},
+    {"conv2d_gemm float64", "every geometry and groups (round-off: BLAS's order of the sum)", 1e-12, conv2d_gemm_row<double>},
+    {"conv2d_gemm float32", "every geometry and groups (round-off: BLAS's order of the sum)", 1e-5, conv2d_gemm_row<float>},
     {"conv1d_blocked float64", "every geometry and groups", 0, conv1d_row<double>},
     {"mhsa_dense", "every layer", 1e-12,
      [] { return mhsa_row(false, [](const auto& s) { return mhsa_dense(s.layer, s.x, s.height, s.width); }); }},

@@ -17,6 +17,7 @@
 #include "harness/runner.hpp"
 #include "harness/signal_cleanup.hpp"
 #include "harness/version.hpp"
+#include "parallel/blas_kernel.hpp"
 
 namespace {
 
@@ -125,6 +126,7 @@ int run_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  use_best_blas_kernel(argv);  // before anything runs (parallel/blas_kernel.hpp)
   install_signal_cleanup();
   const int code = run_command(argc, argv);
   // list, proofs and schema print to stdout: a closed pipe or a full disk

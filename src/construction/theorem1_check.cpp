@@ -36,13 +36,42 @@ Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, cons
                                 const ConvGeometry& g, const Theorem1Options& options, const MhsaEngine<T>& engine) {
   const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
   Theorem1Check<T> out;
-  out.expected = conv2d_blocked(x, w_conv, bias, g);
+  out.expected = conv2d_gemm(x, w_conv, bias, g);
   out.dense_weight = dense_kernel(w_conv, g.groups);
   out.layer = theorem1_layer(out.dense_weight, bias, options);
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   out.actual = align_to_convolution(mhsa_image(out.layer, xpad, engine), kernel, g,
                                     {int(out.expected.shape(1)), int(out.expected.shape(2))});
   out.bound = construction_bound(out.layer, image_to_tokens(xpad), xpad.shape(1), xpad.shape(2), kernel, options);
+  return out;
+}
+
+QueryGrid convolution_queries(std::array<int, 2> kernel, const ConvGeometry& g, std::array<int, 2> output_size) {
+  const auto c = kernel_center(kernel);
+  QueryGrid grid;
+  for (int axis = 0; axis < 2; ++axis) {
+    grid.first[std::size_t(axis)] = std::size_t(c[std::size_t(axis)] * g.dilation[std::size_t(axis)]);
+    grid.step[std::size_t(axis)] = std::size_t(g.stride[std::size_t(axis)]);
+    grid.count[std::size_t(axis)] = std::size_t(output_size[std::size_t(axis)]);
+  }
+  return grid;
+}
+
+template <class T>
+Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
+                                const ConvGeometry& g, const Theorem1Options& options,
+                                const MhsaGridEngine<T>& engine) {
+  const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
+  Theorem1Check<T> out;
+  out.expected = conv2d_gemm(x, w_conv, bias, g);
+  out.dense_weight = dense_kernel(w_conv, g.groups);
+  out.layer = theorem1_layer(out.dense_weight, bias, options);
+  const Image<T> xpad = pad(x, g.padding, g.padding_mode);
+  const Matrix<T> tokens = image_to_tokens(xpad);
+  const QueryGrid queries = convolution_queries(kernel, g, {int(out.expected.shape(1)), int(out.expected.shape(2))});
+  out.actual = tokens_to_image(engine(out.layer, tokens, xpad.shape(1), xpad.shape(2), queries), queries.count[0],
+                               queries.count[1]);
+  out.bound = construction_bound(out.layer, tokens, xpad.shape(1), xpad.shape(2), kernel, options);
   return out;
 }
 
@@ -58,5 +87,11 @@ template Theorem1Check<float> check_theorem1(const Image<float>&, const Kernel<f
 template Theorem1Check<double> check_theorem1(const Image<double>&, const Kernel<double>&,
                                               const std::optional<Vector<double>>&, const ConvGeometry&,
                                               const Theorem1Options&, const MhsaEngine<double>&);
+template Theorem1Check<float> check_theorem1(const Image<float>&, const Kernel<float>&,
+                                             const std::optional<Vector<float>>&, const ConvGeometry&,
+                                             const Theorem1Options&, const MhsaGridEngine<float>&);
+template Theorem1Check<double> check_theorem1(const Image<double>&, const Kernel<double>&,
+                                              const std::optional<Vector<double>>&, const ConvGeometry&,
+                                              const Theorem1Options&, const MhsaGridEngine<double>&);
 
 }  // namespace attnconv

@@ -1,31 +1,17 @@
 #pragma once
-// Row-major GEMM on raw pointers (CBLAS, OpenBLAS): C = A op(B) + beta C, with
-// leading dimensions, so that an engine can multiply a block of rows or a
-// range of columns in place without copies.
-// The CBLAS declarations xtensor-blas uses (the system <cblas.h> conflicts with them).
-#include <xflens/cxxblas/drivers/cblas.h>
-
+// Products of row-major matrices split over fixed chunks of rows on the engine
+// threads (gemm: tensor/gemm.hpp), so that an engine can multiply in place
+// without copies and the numbers do not depend on the thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
 
 #include "parallel/threads.hpp"
+#include "tensor/gemm.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attnconv {
-
-inline void gemm(std::size_t m, std::size_t n, std::size_t k, const double* a, std::size_t lda, const double* b,
-                 std::size_t ldb, double beta, double* c, std::size_t ldc, bool transpose_b = false) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0, a,
-              int(lda), b, int(ldb), beta, c, int(ldc));
-}
-
-inline void gemm(std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda, const float* b,
-                 std::size_t ldb, float beta, float* c, std::size_t ldc, bool transpose_b = false) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f, a,
-              int(lda), b, int(ldb), beta, c, int(ldc));
-}
 
 // Rows per chunk of the parallel products below: fixed, so that the numbers
 // do not depend on the thread count.
@@ -67,9 +53,15 @@ template <class T> T max_abs_of_product(const Matrix<T>& a, const Matrix<T>& b) 
     const std::size_t r0 = chunk * product_chunk_rows, r1 = std::min(m, r0 + product_chunk_rows);
     T* c = scratch[thread].data();
     gemm(r1 - r0, n, k, a.data() + r0 * k, k, b.data(), n, T(0), c, n);
-    T largest = 0;
-    for (std::size_t e = 0; e < (r1 - r0) * n; ++e) largest = std::max(largest, std::abs(c[e]));
-    chunk_max[chunk] = largest;
+    // Four running maxima (max is exact: the order does not matter), four
+    // short dependency chains instead of one long one.
+    const std::size_t count = (r1 - r0) * n;
+    T m[4] = {0, 0, 0, 0};
+    std::size_t e = 0;
+    for (; e + 4 <= count; e += 4)
+      for (std::size_t l = 0; l < 4; ++l) m[l] = std::max(m[l], std::abs(c[e + l]));
+    for (; e < count; ++e) m[0] = std::max(m[0], std::abs(c[e]));
+    chunk_max[chunk] = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
   });
   return *std::max_element(chunk_max.begin(), chunk_max.end());
 }

@@ -60,10 +60,37 @@ EngineResult<T> run_mhsa(Engine engine, const MhsaLayer<T>& layer, const Matrix<
           stats.flops_skipped};
 }
 
+template <class T>
+EngineResult<T> run_mhsa(Engine engine, const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height,
+                         std::size_t width, const QueryGrid& queries) {
+  const Engine ran = resolve_engine(engine, layer);
+  if (ran == Engine::separable) {
+    if (!queries.within(height, width)) throw std::invalid_argument("run_mhsa: queries outside the image");
+    Matrix<T> y = mhsa_separable(layer, x, height, width, queries);
+    return {std::move(y), ran,
+            separable_flops(height, width, layer.in_dim(), std::size_t(encoding_dim(layer.encoding)),
+                            layer.head_dim(), layer.out_dim(), layer.heads.size(), queries)};
+  }
+  EngineResult<T> all = run_mhsa(ran, layer, x, height, width);
+  if (!queries.within(height, width)) throw std::invalid_argument("run_mhsa: queries outside the image");
+  Matrix<T> kept({queries.size(), all.y.shape(1)});
+  for (std::size_t i = 0; i < queries.count[0]; ++i)
+    for (std::size_t j = 0; j < queries.count[1]; ++j) {
+      const T* from = &all.y(queries.at(0, i) * width + queries.at(1, j), 0);
+      std::copy(from, from + all.y.shape(1), &kept(i * queries.count[1] + j, 0));
+    }
+  all.y = std::move(kept);
+  return all;
+}
+
 template Engine resolve_engine(Engine, const MhsaLayer<float>&);
 template Engine resolve_engine(Engine, const MhsaLayer<double>&);
 template EngineResult<float> run_mhsa(Engine, const MhsaLayer<float>&, const Matrix<float>&, std::size_t, std::size_t);
 template EngineResult<double> run_mhsa(Engine, const MhsaLayer<double>&, const Matrix<double>&, std::size_t,
                                        std::size_t);
+template EngineResult<float> run_mhsa(Engine, const MhsaLayer<float>&, const Matrix<float>&, std::size_t, std::size_t,
+                                      const QueryGrid&);
+template EngineResult<double> run_mhsa(Engine, const MhsaLayer<double>&, const Matrix<double>&, std::size_t,
+                                       std::size_t, const QueryGrid&);
 
 }  // namespace attnconv

@@ -8,6 +8,7 @@
 
 #include "parallel/threads.hpp"  // set_blas_threads, set_engine_threads
 #include "mhsa/mhsa_layer.hpp"
+#include "mhsa/query_grid.hpp"
 
 namespace attnconv {
 
@@ -26,6 +27,12 @@ template <class T> struct EngineResult {
 template <class T>
 EngineResult<T> run_mhsa(Engine engine, const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height,
                          std::size_t width);
+
+// The outputs at `queries` alone, (queries.size()) x D_out: the separable
+// engine computes only those; the dense one computes every query and keeps those.
+template <class T>
+EngineResult<T> run_mhsa(Engine engine, const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height,
+                         std::size_t width, const QueryGrid& queries);
 
 // Bytes an engine allocates at its peak (its output y included, its input x
 // not) for an H x W image, elements of `element_size` bytes.

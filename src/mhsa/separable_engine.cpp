@@ -30,20 +30,21 @@ template <class T> Vector<T> positional_coefficients(const AttentionHead<T>& hea
   return a;
 }
 
-// A 1D attention: the softmax over keys k of score(k - q), for n positions, and
-// each row's non-zero support.
+// A 1D attention: for each of the queries q_i (i < queries), the softmax over
+// the keys k < keys of score(k - q_i), and each row's non-zero support.
 template <class T> struct Attention1d {
-  std::size_t n;
-  std::vector<T> p;  // n x n, row q = query
+  std::size_t queries, keys;
+  std::vector<T> p;  // queries x keys
   std::vector<SoftmaxSupport> support;
 };
 
-template <class T, class Score> Attention1d<T> attention_1d(std::size_t n, const Score& score) {
-  Attention1d<T> att{n, std::vector<T>(n * n), std::vector<SoftmaxSupport>(n)};
-  for (std::size_t q = 0; q < n; ++q) {
-    T* row = &att.p[q * n];
-    for (std::size_t k = 0; k < n; ++k) row[k] = score(int(k) - int(q));
-    att.support[q] = softmax_inplace(row, n);
+template <class T, class Query, class Score>
+Attention1d<T> attention_1d(std::size_t queries, std::size_t keys, const Query& query, const Score& score) {
+  Attention1d<T> att{queries, keys, std::vector<T>(queries * keys), std::vector<SoftmaxSupport>(queries)};
+  for (std::size_t i = 0; i < queries; ++i) {
+    T* row = &att.p[i * keys];
+    for (std::size_t k = 0; k < keys; ++k) row[k] = score(int(k) - int(query(i)));
+    att.support[i] = softmax_inplace(row, keys);
   }
   return att;
 }
@@ -54,16 +55,18 @@ ATTNCONV_AVX2_CLONES void add_scaled(T w, const T* x, std::size_t n, T* y) {
   for (std::size_t e = 0; e < n; ++e) y[e] += w * x[e];
 }
 
-// (P_rows (x) P_cols) Z for Z = (H*W) x C tokens, into `out`: first along image
-// rows (P_cols on each row of pixels, into `along_width`), then along columns
-// (P_rows on the rows of that). Both buffers are (H*W) x C, reused across heads.
+// (P_rows (x) P_cols) Z for Z = (H*W) x C tokens, at the queries of the two
+// attentions, into `out` (queries_rows * queries_cols) x C: first along image
+// rows (P_cols on each of the H rows of pixels, into `along_width`,
+// H x queries_cols x C), then along columns (P_rows on the rows of that).
+// Both buffers are reused across heads.
 template <class T>
 void apply_separable(const Attention1d<T>& rows, const Attention1d<T>& cols, const T* z, std::size_t c,
                      T* along_width, T* out) {
-  const std::size_t height = rows.n, width = cols.n, row_len = width * c;
+  const std::size_t height = rows.keys, width = cols.keys, row_len = cols.queries * c;
   parallel_for(height, [&](std::size_t ki, std::size_t) {
-    for (std::size_t qj = 0; qj < width; ++qj) {
-      T* o = along_width + (ki * width + qj) * c;
+    for (std::size_t qj = 0; qj < cols.queries; ++qj) {
+      T* o = along_width + (ki * cols.queries + qj) * c;
       std::fill(o, o + c, T(0));
       const T* p = &cols.p[qj * width];
       for (std::size_t kj = cols.support[qj].begin; kj < cols.support[qj].end; ++kj) {
@@ -71,7 +74,7 @@ void apply_separable(const Attention1d<T>& rows, const Attention1d<T>& cols, con
       }
     }
   });
-  parallel_for(height, [&](std::size_t qi, std::size_t) {
+  parallel_for(rows.queries, [&](std::size_t qi, std::size_t) {
     T* o = out + qi * row_len;
     std::fill(o, o + row_len, T(0));
     const T* p = &rows.p[qi * height];
@@ -97,19 +100,26 @@ template <class T> std::string separable_refusal(const MhsaLayer<T>& layer) {
 
 template <class T>
 Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height, std::size_t width) {
+  return mhsa_separable(layer, x, height, width, QueryGrid::all(height, width));
+}
+
+template <class T>
+Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height, std::size_t width,
+                         const QueryGrid& queries) {
   check_shapes(layer);
   const std::string refusal = separable_refusal(layer);
   if (!refusal.empty()) throw std::invalid_argument("the separable engine is not exact for this layer: " + refusal);
-  const std::size_t n = height * width;
+  const std::size_t n = height * width, n_q = queries.size();
   if (x.shape(0) != n || x.shape(1) != layer.in_dim()) throw std::invalid_argument("mhsa_separable: input shape");
+  if (!queries.within(height, width)) throw std::invalid_argument("mhsa_separable: queries outside the image");
   const std::size_t d_in = layer.in_dim(), d_h = layer.head_dim(), d_out = layer.out_dim();
   const std::size_t d_p = std::size_t(encoding_dim(layer.encoding));
 
-  Matrix<T> y = xt::zeros<T>({n, d_out});
+  Matrix<T> y = xt::zeros<T>({n_q, d_out});
   std::vector<T> r(d_p);
   // Work buffers, reused by every head (fresh pages per head cost more than the arithmetic).
   const std::size_t c_max = std::max(d_in, d_h);
-  std::vector<T> value(n * d_h), along_width(n * c_max), attended(n * c_max);
+  std::vector<T> value(n * d_h), along_width(height * queries.count[1] * c_max), attended(n_q * c_max);
   for (std::size_t h = 0; h < layer.heads.size(); ++h) {
     const AttentionHead<T>& head = layer.heads[h];
     if (all_zero(head.w_val)) continue;  // SA_h(X) = 0 exactly: adds nothing
@@ -121,25 +131,27 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
       for (std::size_t p = 0; p < d_p; ++p) s += a(p) * r[p];
       return s;
     };
-    const Attention1d<T> p_rows = attention_1d<T>(height, [&](int d) { return score(d, 0); });
-    const Attention1d<T> p_cols = attention_1d<T>(width, [&](int d) { return score(0, d); });
+    const Attention1d<T> p_rows = attention_1d<T>(
+        queries.count[0], height, [&](std::size_t i) { return queries.at(0, i); }, [&](int d) { return score(d, 0); });
+    const Attention1d<T> p_cols = attention_1d<T>(
+        queries.count[1], width, [&](std::size_t j) { return queries.at(1, j); }, [&](int d) { return score(0, d); });
     const Matrix<T> w_out_h = xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all());
 
     // SA_h(X) W_out^(h) = P (X W_val) W_out^(h) = (P X)(W_val W_out^(h)): attend on the
     // narrower side (D_in channels, or D_h), whichever costs fewer operations.
     std::size_t work = 0;
-    for (const auto& s : p_rows.support) work += (s.end - s.begin) * width;
     for (const auto& s : p_cols.support) work += (s.end - s.begin) * height;
-    const double cost_input_side = double(work) * d_in + double(n) * d_in * d_out + double(d_in) * d_h * d_out;
-    const double cost_value_side = double(n) * d_in * d_h + double(work) * d_h + double(n) * d_h * d_out;
+    for (const auto& s : p_rows.support) work += (s.end - s.begin) * queries.count[1];
+    const double cost_input_side = double(work) * d_in + double(n_q) * d_in * d_out + double(d_in) * d_h * d_out;
+    const double cost_value_side = double(n) * d_in * d_h + double(work) * d_h + double(n_q) * d_h * d_out;
     if (cost_input_side < cost_value_side) {
       const Matrix<T> w_val_out = product_rows(head.w_val, w_out_h);
       apply_separable(p_rows, p_cols, x.data(), d_in, along_width.data(), attended.data());
-      product_rows_into(n, d_in, d_out, attended.data(), w_val_out.data(), T(1), y.data());
+      product_rows_into(n_q, d_in, d_out, attended.data(), w_val_out.data(), T(1), y.data());
     } else {
       product_rows_into(n, d_in, d_h, x.data(), head.w_val.data(), T(0), value.data());
       apply_separable(p_rows, p_cols, value.data(), d_h, along_width.data(), attended.data());
-      product_rows_into(n, d_h, d_out, attended.data(), w_out_h.data(), T(1), y.data());
+      product_rows_into(n_q, d_h, d_out, attended.data(), w_out_h.data(), T(1), y.data());
     }
   }
   y += xt::view(layer.b_out, xt::newaxis(), xt::all());
@@ -148,17 +160,27 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
 
 double separable_flops(std::size_t height, std::size_t width, std::size_t d_in, std::size_t d_p, std::size_t d_h,
                        std::size_t d_out, std::size_t heads) {
+  return separable_flops(height, width, d_in, d_p, d_h, d_out, heads, QueryGrid::all(height, width));
+}
+
+double separable_flops(std::size_t height, std::size_t width, std::size_t d_in, std::size_t d_p, std::size_t d_h,
+                       std::size_t d_out, std::size_t heads, const QueryGrid& queries) {
   const double hh = double(height), ww = double(width), n = hh * ww;
-  const double softmax_1d = (hh * hh + ww * ww) * (2.0 * d_p + 5);       // scores a . r, then as dense_flops
+  const double qh = double(queries.count[0]), qw = double(queries.count[1]), n_q = qh * qw;
+  const double softmax_1d = (qh * hh + qw * ww) * (2.0 * d_p + 5);  // scores a . r, then as dense_flops
   const double per_head = 2.0 * n * d_in * d_h                             // X W_val
-                          + softmax_1d + 2.0 * n * (hh + ww) * d_h         // P_cols, then P_rows, on D_h channels
-                          + 2.0 * n * d_h * d_out;                         // SA_h W_out^(h), accumulated
-  return heads * per_head + n * d_out;
+                          + softmax_1d + 2.0 * (hh * qw * ww + qh * hh * qw) * d_h  // P_cols, then P_rows, on D_h channels
+                          + 2.0 * n_q * d_h * d_out;                       // SA_h W_out^(h), accumulated
+  return heads * per_head + n_q * d_out;
 }
 
 template std::string separable_refusal(const MhsaLayer<float>&);
 template std::string separable_refusal(const MhsaLayer<double>&);
 template Matrix<float> mhsa_separable(const MhsaLayer<float>&, const Matrix<float>&, std::size_t, std::size_t);
 template Matrix<double> mhsa_separable(const MhsaLayer<double>&, const Matrix<double>&, std::size_t, std::size_t);
+template Matrix<float> mhsa_separable(const MhsaLayer<float>&, const Matrix<float>&, std::size_t, std::size_t,
+                                      const QueryGrid&);
+template Matrix<double> mhsa_separable(const MhsaLayer<double>&, const Matrix<double>&, std::size_t, std::size_t,
+                                       const QueryGrid&);
 
 }  // namespace attnconv

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "mhsa/mhsa_layer.hpp"
+#include "mhsa/query_grid.hpp"
 
 namespace attnconv {
 
@@ -24,9 +25,18 @@ template <class T> std::string separable_refusal(const MhsaLayer<T>& layer);
 template <class T>
 Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height, std::size_t width);
 
+// The outputs at `queries` alone, (queries.size()) x D_out: P_rows and P_cols
+// have only those rows, so a strided layer computes only what it keeps. Each
+// output is the same sum, in the same order, as in the whole image's.
+template <class T>
+Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height, std::size_t width,
+                         const QueryGrid& queries);
+
 // The floating-point operations of the separable algorithm (no zero skipped;
 // same counting rules as dense_flops).
 double separable_flops(std::size_t height, std::size_t width, std::size_t d_in, std::size_t d_p, std::size_t d_h,
                        std::size_t d_out, std::size_t heads);
+double separable_flops(std::size_t height, std::size_t width, std::size_t d_in, std::size_t d_p, std::size_t d_h,
+                       std::size_t d_out, std::size_t heads, const QueryGrid& queries);
 
 }  // namespace attnconv
