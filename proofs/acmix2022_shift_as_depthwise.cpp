@@ -38,7 +38,7 @@ template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
   for (int p = 0; p < kernel[0]; ++p)
     for (int q = 0; q < kernel[1]; ++q) {
       const Matrix<T> w_pq = xt::view(conv.weight, xt::all(), xt::all(), p, q);
-      const Image<T> g_pq = pointwise_conv(source, w_pq, std::optional<Vector<T>>{}, scratch, "stage1");
+      const Image<T> g_pq = pointwise_conv(source, w_pq, std::optional<Vector<T>>{}, scratch, "stage1", g.groups);
       const Image<T> by_tensor =
           shift_zero_fill(g_pq, {p * g.dilation[0] - g.padding.top, q * g.dilation[1] - g.padding.left}, g.stride,
                           out_size);

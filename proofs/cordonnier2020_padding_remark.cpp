@@ -21,7 +21,7 @@ namespace {
 
 struct PaddingRemarkParams {
   ConvShape shape;
-  ConvGeometry geometry;  // "same" zero padding, stride 1, the case's dilation
+  ConvGeometry geometry;  // "same" zero padding, stride 1, the case's dilation and groups
   Theorem1Shared shared;
   Dtype dtype = Dtype::float64;
 };
@@ -38,6 +38,7 @@ PaddingRemarkParams parse(const Case& c) {
   p.shape = case_conv_shape(c);
   p.geometry.dilation = get_int_pair(c.params, "dilation");
   p.geometry.padding = same_padding(p.shape.kernel, p.geometry.dilation);
+  p.geometry.groups = p.shape.groups;
   p.shared = parse_theorem1_shared(c);
   p.dtype = p.shared.dtype;
   const auto &image = p.shape.image, &kernel = p.shape.kernel, &dilation = p.geometry.dilation;
@@ -66,7 +67,7 @@ template <class T> Outcome verify(const Case& c, const PaddingRemarkParams& p) {
 
   const CaseTensors tensors(c, p.shared.seed);
   const Image<T> x = tensors.get<T, 3>("input", {c_in, height, width});
-  const Kernel<T> w = tensors.get<T, 4>("conv_weight", {c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])});
+  const Kernel<T> w = tensors.get<T, 4>("conv_weight", p.shape.weight());
   const std::optional<Vector<T>> b = tensors.conv_bias<T>(p.shared.bias, c_out);
 
   Theorem1Options options;
@@ -167,6 +168,7 @@ const bool registered = register_proof(make_proof<PaddingRemarkParams>({
         kernel_param("kernel size [K1, K2]; heads = K1*K2, head_dim = out_channels"),
         {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
         {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},
+        groups_param(),
         dilation_param(),
     }, {.name = "engine", .kind = ParamKind::string, .default_value = "dense", .help = "MHSA engine",
         .choices = {"dense"}}),

@@ -12,6 +12,7 @@
 #include "harness/short_number.hpp"
 #include "mhsa/attention_row.hpp"
 #include "mhsa/engine.hpp"
+#include "ops/dense_kernel.hpp"
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
@@ -40,7 +41,8 @@ Theorem1Params parse(const Case& c) {
   p.options.dilation = p.geometry.dilation;
   p.options.encoding = encoding_from_string(c.params.at("encoding"));
   check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
-  check_hypotheses(c, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.out_channels));
+  check_hypotheses(c, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.in_channels),
+                   int(p.shape.out_channels));
   if (p.options.encoding == Encoding::quadratic_general)
     p.options.precision = random_precisions(p.shared.seed, p.options.heads);
   return p;
@@ -103,7 +105,7 @@ template <class T> Outcome verify(const Case& c, const Theorem1Params& p) {
   };
   const Theorem1Check<T> check = check_theorem1(x, w, b, p.geometry, p.options, engine);
 
-  Outcome out = construction_outcome(c, check, w, p.options, to_string(ran.ran));
+  Outcome out = construction_outcome(c, check, p.options, to_string(ran.ran));
   out.metrics["flops"] = ran.flops;
   out.metrics["flops_skipped"] = ran.flops_skipped;
   out.metrics["memory_estimate_bytes"] = memory_estimate(p);
@@ -133,7 +135,7 @@ template <class T> FigureData attention_figure(const Case& c, const Theorem1Para
   const CaseTensors tensors(c, p.shared.seed);
   const Image<T> x = tensors.get<T, 3>("input", p.shape.input());
   const Kernel<T> w = tensors.get<T, 4>("conv_weight", p.shape.weight());
-  const MhsaLayer<T> layer = theorem1_layer<T>(w, std::nullopt, p.options);
+  const MhsaLayer<T> layer = theorem1_layer<T>(dense_kernel(w, g.groups), std::nullopt, p.options);
 
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   const std::size_t hp = xpad.shape(1), wp = xpad.shape(2);
@@ -187,10 +189,11 @@ const bool registered = register_proof(make_proof<Theorem1Params>({
         kernel_param("kernel size [K1, K2]", ParamKind::int_pair, 4096),
         {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
         {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},
+        groups_param(),
         {.name = "heads", .kind = ParamKind::integer, .default_value = nullptr, .help = "N_h (>= K1*K2 for the claim)",
          .minimum = 1},
         {.name = "head_dim", .kind = ParamKind::integer, .default_value = nullptr,
-         .help = "D_h (>= out_channels for an exact construction)", .minimum = 1},
+         .help = "D_h (>= min(in_channels, out_channels) for an exact construction)", .minimum = 1},
         padding_param(),
         padding_mode_param(),
         stride_param(),

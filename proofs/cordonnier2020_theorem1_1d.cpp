@@ -31,6 +31,7 @@ Theorem1dParams parse(const Case& c) {
   p.in_channels = std::size_t(get_int(c.params, "in_channels"));
   p.out_channels = std::size_t(get_int(c.params, "out_channels"));
   Conv1dGeometry& g = p.geometry;
+  g.groups = case_groups(c, p.in_channels, p.out_channels);
   g.stride = get_int(c.params, "stride");
   g.dilation = get_int(c.params, "dilation");
   g.padding_mode = padding_mode_from_string(c.params.at("padding_mode"));
@@ -49,13 +50,16 @@ Theorem1dParams parse(const Case& c) {
   p.options.dilation = {1, g.dilation};
   p.options.encoding = Encoding::quadratic_1d;
   check_geometry(as_2d(g), {1, int(p.length)}, {1, int(p.kernel)}, "kernel");
-  check_hypotheses(c, int(p.kernel), p.options, int(p.out_channels));
+  check_hypotheses(c, int(p.kernel), p.options, int(p.in_channels), int(p.out_channels));
   return p;
 }
 
+// C_in / groups: the input channels of conv_weight.
+std::size_t group_in(const Theorem1dParams& p) { return p.in_channels / std::size_t(p.geometry.groups); }
+
 // The tensors a case may load instead of drawing them from the seed.
 TensorShapes expected_tensors(const Theorem1dParams& p) {
-  TensorShapes out{{"input", {p.in_channels, p.length}}, {"conv_weight", {p.out_channels, p.in_channels, p.kernel}}};
+  TensorShapes out{{"input", {p.in_channels, p.length}}, {"conv_weight", {p.out_channels, group_in(p), p.kernel}}};
   if (p.shared.bias) out["conv_bias"] = {p.out_channels};
   return out;
 }
@@ -63,7 +67,7 @@ TensorShapes expected_tensors(const Theorem1dParams& p) {
 template <class T> Outcome verify(const Case& c, const Theorem1dParams& p) {
   const CaseTensors tensors(c, p.shared.seed);
   const Sequence<T> x = tensors.get<T, 2>("input", {p.in_channels, p.length});
-  const Kernel1d<T> w = tensors.get<T, 3>("conv_weight", {p.out_channels, p.in_channels, p.kernel});
+  const Kernel1d<T> w = tensors.get<T, 3>("conv_weight", {p.out_channels, group_in(p), p.kernel});
   const std::optional<Vector<T>> b = tensors.conv_bias<T>(p.shared.bias, p.out_channels);
 
   // The one place this proof chooses its MHSA engine.
@@ -73,7 +77,7 @@ template <class T> Outcome verify(const Case& c, const Theorem1dParams& p) {
   const Kernel<T> w2 = as_kernel(w);
   const Theorem1Check<T> check = check_theorem1(as_image(x), w2, b, as_2d(p.geometry), p.options, engine);
 
-  Outcome out = construction_outcome(c, check, w2, p.options, p.shared.engine);
+  Outcome out = construction_outcome(c, check, p.options, p.shared.engine);
   out.metrics["padding_resolved"] = {p.geometry.pad_left, p.geometry.pad_right};
   out.metrics["output_shape"] = {check.expected.shape(0), check.expected.shape(2)};
   out.tensors = conv_tensors<T>(x, as_sequence(check.expected), as_sequence(check.actual), w, b);
@@ -91,10 +95,11 @@ const bool registered = register_proof(make_proof<Theorem1dParams>({
         kernel_param("kernel size K", ParamKind::integer),
         {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
         {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},
+        groups_param(),
         {.name = "heads", .kind = ParamKind::integer, .default_value = nullptr, .help = "N_h (>= K for the claim)",
          .minimum = 1},
         {.name = "head_dim", .kind = ParamKind::integer, .default_value = nullptr,
-         .help = "D_h (>= out_channels for an exact construction)", .minimum = 1},
+         .help = "D_h (>= min(in_channels, out_channels) for an exact construction)", .minimum = 1},
         padding_param("int, [left, right], \"same\" or \"valid\""),
         padding_mode_param(),
         stride_param(ParamKind::integer),

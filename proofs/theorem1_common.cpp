@@ -1,5 +1,6 @@
 #include "theorem1_common.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -13,15 +14,20 @@
 
 namespace attnconv {
 
-void check_hypotheses(const Case& c, int kernel_positions, const Theorem1Options& options, int out_channels) {
+int needed_head_dim(int in_channels, int out_channels) { return std::min(in_channels, out_channels); }
+
+void check_hypotheses(const Case& c, int kernel_positions, const Theorem1Options& options, int in_channels,
+                      int out_channels) {
   check_tensor_names(c, {"input", "conv_weight", "conv_bias"});
   if (c.expect != "hold") return;
   if (options.heads < kernel_positions)
     throw ParamError("heads", "Theorem 1 needs heads >= the number of kernel positions = " +
                                   std::to_string(kernel_positions) + "; set \"expect\": \"fail\" to check the converse");
-  if (options.head_dim < out_channels)
-    throw ParamError("head_dim", "Theorem 1 needs head_dim >= out_channels = " + std::to_string(out_channels) +
-                                     "; set \"expect\": \"fail\" to check the rank-limited case");
+  const int needed = needed_head_dim(in_channels, out_channels);
+  if (options.head_dim < needed)
+    throw ParamError("head_dim", "Theorem 1 needs head_dim >= min(in_channels, out_channels) = " +
+                                     std::to_string(needed) + " (the rank a kernel slice can have, grouped or not); "
+                                     "set \"expect\": \"fail\" to check the rank-limited case");
 }
 
 std::vector<ParamSpec> theorem1_params(std::vector<ParamSpec> own, ParamSpec engine) {
@@ -66,7 +72,8 @@ std::vector<MetricSpec> theorem1_metrics(std::vector<MetricSpec> own) {
        .help = "with a max_abs or rel_l2 tolerance: the smallest alpha whose bound meets it (null: none up to 4096)",
        .always = false},
       {.name = "eckart_young", .type = "number",
-       .help = "head_dim < out_channels: the best weight_distance any W_val, W_out can reach", .always = false},
+       .help = "head_dim < min(in_channels, out_channels): the best weight_distance any W_val, W_out can reach",
+       .always = false},
       {.name = "failure_floor", .type = "number",
        .help = "the converse: the least weight_distance predicted (eckart_young, or 0 with too few heads: any "
                "positive distance)",
@@ -93,8 +100,9 @@ template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kerne
 }
 
 template <class T>
-Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Kernel<T>& w_conv,
-                             const Theorem1Options& options, const std::string& engine) {
+Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Theorem1Options& options,
+                             const std::string& engine) {
+  const Kernel<T>& w_conv = check.dense_weight;  // block-diagonal slices for a grouped convolution
   const Difference d = compare(check.actual, check.expected);
   const FiniteAlphaBound& b = check.bound;
   const double bound = b(options.alpha);
@@ -127,27 +135,27 @@ Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const
   }
 
   const int positions = int(w_conv.shape(2) * w_conv.shape(3));
-  const int c_out = int(w_conv.shape(0));
+  const int c_out = int(w_conv.shape(0)), needed = needed_head_dim(int(w_conv.shape(1)), c_out);
   const auto note = [&](const std::string& s) { out.message += (out.message.empty() ? "" : "; ") + s; };
   out.metrics["weight_distance"] = weight_distance(check.layer, w_conv, options.heads);
-  if (options.head_dim < c_out || options.heads < positions) {
+  if (options.head_dim < needed || options.heads < positions) {
     out.metrics["bound_note"] = "the bound is on the distance to the alpha -> infinity limit of the construction, "
                                 "which is not the convolution here";
     // Eckart-Young: no rank-D_h W_val^h W_out^h is closer to a slice than its
     // singular-value tail, so weight_distance >= eckart_young exactly; both are
     // computed in double from the same weights, each within n u |W|_F.
-    const double tail = options.head_dim < c_out ? eckart_young_tail(w_conv, options.head_dim) : 0.0;
+    const double tail = options.head_dim < needed ? eckart_young_tail(w_conv, options.head_dim) : 0.0;
     const double w_norm = std::sqrt(double(xt::sum(xt::square(xt::cast<double>(w_conv)))()));
     out.metrics["failure_floor"] = tail;
     out.predicted_failure = PredictedFailure{
         "weight_distance", tail, double(w_conv.size()) * std::numeric_limits<double>::epsilon() * w_norm,
-        options.head_dim < c_out ? "the Eckart-Young distance of rank-" + std::to_string(options.head_dim) + " heads"
+        options.head_dim < needed ? "the Eckart-Young distance of rank-" + std::to_string(options.head_dim) + " heads"
                                  : "kernel positions without a head"};
   }
-  if (options.head_dim < c_out) {
+  if (options.head_dim < needed) {
     const double tail = out.metrics["failure_floor"];
     out.metrics["eckart_young"] = tail;
-    note("head_dim " + std::to_string(options.head_dim) + " < out_channels " + std::to_string(c_out) +
+    note("head_dim " + std::to_string(options.head_dim) + " < min(in_channels, out_channels) " + std::to_string(needed) +
          ": a head's W_val W_out has rank <= " + std::to_string(options.head_dim) +
          ", so each kernel slice is only approximated by its best rank-" + std::to_string(options.head_dim) +
          " factorisation; the weights are off by " + short_number(double(out.metrics["weight_distance"])) +
@@ -162,9 +170,9 @@ Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const
 
 template double weight_distance(const MhsaLayer<float>&, const Kernel<float>&, int);
 template double weight_distance(const MhsaLayer<double>&, const Kernel<double>&, int);
-template Outcome construction_outcome(const Case&, const Theorem1Check<float>&, const Kernel<float>&,
-                                      const Theorem1Options&, const std::string&);
-template Outcome construction_outcome(const Case&, const Theorem1Check<double>&, const Kernel<double>&,
-                                      const Theorem1Options&, const std::string&);
+template Outcome construction_outcome(const Case&, const Theorem1Check<float>&, const Theorem1Options&,
+                                      const std::string&);
+template Outcome construction_outcome(const Case&, const Theorem1Check<double>&, const Theorem1Options&,
+                                      const std::string&);
 
 }  // namespace attnconv

@@ -37,10 +37,17 @@ Theorem1Shared parse_theorem1_shared(const Case& c);
 // The metrics construction_outcome reports, then a proof's `own`.
 std::vector<MetricSpec> theorem1_metrics(std::vector<MetricSpec> own);
 
+// The head_dim the construction needs: a head expresses one kernel slice
+// W[:, :, p, q] (C_out x C_in) as W_val W_out of rank <= D_h, and a slice has
+// rank <= min(C_in, C_out), generically equal; a grouped slice is
+// block-diagonal with the same bound (docs/design.md, "Groups").
+int needed_head_dim(int in_channels, int out_channels);
+
 // The tensors a case may load (input, conv_weight, conv_bias) and, with
 // "expect": "hold", Theorem 1's hypotheses: heads >= kernel positions,
-// head_dim >= out_channels. Throws ParamError.
-void check_hypotheses(const Case& c, int kernel_positions, const Theorem1Options& options, int out_channels);
+// head_dim >= needed_head_dim. Throws ParamError.
+void check_hypotheses(const Case& c, int kernel_positions, const Theorem1Options& options, int in_channels,
+                      int out_channels);
 
 // sqrt(sum over kernel positions of |W_val^h W_out^h - W[:, :, p, q]^T|_F^2), the
 // positions without a head counting in full: how far the kernel the layer
@@ -49,12 +56,12 @@ template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kerne
 
 // Metrics of one construction run: max_abs, rel_l2, alpha, engine, bound (and
 // its parts), weight_distance, alpha_min when the case gives a tolerance, and
-// for the converse (too few heads, head_dim < out_channels) eckart_young,
+// for the converse (too few heads, head_dim < needed_head_dim) eckart_young,
 // failure_floor and a plain-words message. The default tolerance is
 // {"max_abs": bound}, the round-off one {"max_abs": roundoff_allowance}; the
 // converse's predicted failure is weight_distance >= failure_floor.
 template <class T>
-Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Kernel<T>& w_conv,
-                             const Theorem1Options& options, const std::string& engine);
+Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Theorem1Options& options,
+                             const std::string& engine);
 
 }  // namespace attnconv

@@ -78,7 +78,8 @@ template <class T> Matrix<T> random_tokens(std::uint64_t seed, std::size_t n, st
 
 // A 2D convolution: kernel 1..4 per axis, stride and dilation 1..3, padding
 // 0..2 per side in every mode (reflect < side, circular <= side, as PyTorch
-// requires), 1..4 channels in and out, with or without bias, an image at
+// requires), groups 1..3 with 1..2 channels per group in and out (depthwise and
+// channel multipliers among them), with or without bias, an image at
 // least the receptive field, values from a drawn seed.
 template <class T> struct ConvSample {
   Image<T> x;
@@ -92,8 +93,9 @@ template <class T> ConvSample<T> conv_sample() {
   const int k1 = *rc::gen::inRange(1, 5), k2 = *rc::gen::inRange(1, 5);
   const int d1 = *rc::gen::inRange(1, 4), d2 = *rc::gen::inRange(1, 4);
   const int h = d1 * (k1 - 1) + 1 + *rc::gen::inRange(0, 5), w = d2 * (k2 - 1) + 1 + *rc::gen::inRange(0, 5);
-  const int c_in = *rc::gen::inRange(1, 5), c_out = *rc::gen::inRange(1, 5);
   ConvGeometry g;
+  g.groups = *rc::gen::inRange(1, 4);  // groups = c_in: depthwise, c_out = 2 c_in: a channel multiplier
+  const int c_in = g.groups * *rc::gen::inRange(1, 3), c_out = g.groups * *rc::gen::inRange(1, 3);
   g.stride = {*rc::gen::inRange(1, 4), *rc::gen::inRange(1, 4)};
   g.dilation = {d1, d2};
   g.padding_mode = *rc::gen::element(PaddingMode::zeros, PaddingMode::reflect, PaddingMode::replicate,
@@ -106,13 +108,15 @@ template <class T> ConvSample<T> conv_sample() {
   const bool bias = *rc::gen::arbitrary<bool>();
   const auto seed = std::uint64_t(*rc::gen::inRange(0, 1000));
   std::ostringstream d;
-  d << "image " << c_in << "x" << h << "x" << w << ", kernel " << c_out << "x" << c_in << "x" << k1 << "x" << k2
+  d << "image " << c_in << "x" << h << "x" << w << ", kernel " << c_out << "x" << c_in / g.groups << "x" << k1 << "x"
+    << k2 << ", groups " << g.groups
     << ", padding (" << g.padding.top << ", " << g.padding.bottom << ", " << g.padding.left << ", " << g.padding.right
     << ") " << to_string(g.padding_mode) << ", stride (" << g.stride[0] << ", " << g.stride[1] << "), dilation ("
     << d1 << ", " << d2 << "), bias " << bias << ", seed " << seed;
   Random random(seed);
   ConvSample<T> s{random.uniform_tensor<T, 3>({std::size_t(c_in), std::size_t(h), std::size_t(w)}),
-                  random.uniform_tensor<T, 4>({std::size_t(c_out), std::size_t(c_in), std::size_t(k1), std::size_t(k2)}),
+                  random.uniform_tensor<T, 4>(
+                      {std::size_t(c_out), std::size_t(c_in / g.groups), std::size_t(k1), std::size_t(k2)}),
                   std::nullopt, g, d.str()};
   if (bias) s.bias = random.uniform_tensor<T, 1>({std::size_t(c_out)});
   return s;

@@ -210,8 +210,11 @@ std::vector<BadInput> bad_inputs() {
        {"bad.json", "case 'c1'", "key 'params.padding'", "stride 1"}},
       {"too few heads without expect fail", case_file({{"params", {{"heads", 4}}}}),
        {"bad.json", "case 'c1'", "key 'params.heads'", "heads >= the number of kernel positions = 9", "\"expect\": \"fail\""}},
-      {"head_dim too small without expect fail", case_file({{"params", {{"head_dim", 2}}}}),
-       {"bad.json", "case 'c1'", "key 'params.head_dim'", "head_dim >= out_channels = 3", "\"expect\": \"fail\""}},
+      {"head_dim too small without expect fail", case_file({{"params", {{"head_dim", 1}}}}),
+       {"bad.json", "case 'c1'", "key 'params.head_dim'", "head_dim >= min(in_channels, out_channels) = 2",
+        "\"expect\": \"fail\""}},
+      {"groups that do not divide the channels", case_file({{"params", {{"groups", 2}}}}),
+       {"bad.json", "case 'c1'", "key 'params.groups'", "groups 2 must divide in_channels 2 and out_channels 3"}},
       // --- .npy files, checked when loading
       {".npy missing", case_file(with_input("missing.npy")),
        {"bad.json", "case 'c1'", "key 'weights.input'", "missing.npy", "no such file"}},

@@ -17,7 +17,8 @@ TEST_CASE("reference::conv1d and conv1d_blocked match PyTorch's conv1d fixtures"
   std::ifstream stream(root + "manifest.json");
   REQUIRE(stream);
   const auto manifest = nlohmann::json::parse(stream);
-  REQUIRE(manifest["cases"].size() == 6);
+  REQUIRE(manifest["cases"].size() == 9);
+  int grouped = 0;
   for (const auto& m : manifest["cases"]) {
     const std::string dir = root + m["name"].get<std::string>() + "/";
     INFO(m.dump());
@@ -29,12 +30,15 @@ TEST_CASE("reference::conv1d and conv1d_blocked match PyTorch's conv1d fixtures"
     g.pad_left = m["padding"][0], g.pad_right = m["padding"][1];
     g.padding_mode = padding_mode_from_string(m["padding_mode"]);
     g.stride = m["stride"], g.dilation = m["dilation"];
+    g.groups = m.at("groups").get<int>();
+    grouped += g.groups > 1;
     const auto bias = m["bias"].get<bool>() ? std::optional<Vector<double>>(b) : std::nullopt;
     for (const Sequence<double>& out : {reference::conv1d(x, w, bias, g), conv1d_blocked(x, w, bias, g)}) {
       REQUIRE(out.shape() == y.shape());
       CHECK(compare(out, y).max_abs <= 1e-12);
     }
   }
+  CHECK(grouped == 3);  // groups 2, depthwise, depthwise with a channel multiplier of 2
 }
 
 TEST_CASE("a sequence is a 1 x L image and back", "[conv1d]") {

@@ -196,8 +196,22 @@ TEST_CASE("reference::conv2d: groups split the channels", "[conv_reference]") {
   Image<double> expected({2, 2, 2});
   xt::view(expected, 0) = xt::view(one_channel({{37, 47}, {67, 77}}), 0);
   xt::view(expected, 1) = xt::view(one_channel({{740, 940}, {1340, 1540}}), 0);
-  require_exact(reference::conv2d(x, w, no_bias, geometry({}), 2), expected);
-  CHECK_THROWS_AS(reference::conv2d(x, w, no_bias, geometry({}), 3), std::invalid_argument);
+  ConvGeometry g = geometry({});
+  g.groups = 2;
+  require_exact(reference::conv2d(x, w, no_bias, g), expected);
+  g.groups = 3;
+  CHECK_THROWS_AS(reference::conv2d(x, w, no_bias, g), std::invalid_argument);
+  // The same two channels as a sequence (the first rows), groups = 2, kernel 1 x 2.
+  const Sequence<double> s = xt::view(x, xt::all(), 0, xt::all());
+  const Kernel1d<double> w1 = xt::view(w, xt::all(), xt::all(), 0, xt::all());
+  Conv1dGeometry g1;
+  g1.groups = 2;
+  const Sequence<double> y1 = reference::conv1d(s, w1, no_bias, g1);
+  REQUIRE(y1.shape(0) == 2);
+  CHECK(y1(0, 0) == double(w(0, 0, 0, 0) * x(0, 0, 0) + w(0, 0, 0, 1) * x(0, 0, 1)));
+  CHECK(y1(1, 1) == double(w(1, 0, 0, 0) * x(1, 0, 1) + w(1, 0, 0, 1) * x(1, 0, 2)));
+  g1.groups = 3;
+  CHECK_THROWS_AS(reference::conv1d(s, w1, no_bias, g1), std::invalid_argument);
 }
 
 TEST_CASE("same_padding: PyTorch's split, the extra one bottom/right", "[conv_reference]") {
@@ -266,7 +280,8 @@ TEST_CASE("reference::conv2d and conv2d_blocked agree with every PyTorch fixture
   std::ifstream stream(root + "manifest.json");
   REQUIRE(stream);
   const auto manifest = nlohmann::json::parse(stream);
-  REQUIRE(manifest["cases"].size() >= 15);
+  REQUIRE(manifest["cases"].size() >= 19);
+  int grouped = 0, depthwise = 0, multiplier = 0;
   for (const auto& f : manifest["cases"]) {
     const std::string name = f["name"];
     INFO("fixture " << name);
@@ -277,9 +292,14 @@ TEST_CASE("reference::conv2d and conv2d_blocked agree with every PyTorch fixture
     std::optional<Vector<double>> bias;
     if (f["bias"].get<bool>()) bias = Vector<double>(xt::load_npy<double>(dir + "bias.npy"));
     const auto& sides = f["padding"];
-    const ConvGeometry g =
+    ConvGeometry g =
         geometry({sides[0], sides[1], sides[2], sides[3]}, padding_mode_from_string(f["padding_mode"]),
                  {f["stride"][0], f["stride"][1]}, {f["dilation"][0], f["dilation"][1]});
+    g.groups = f.at("groups").get<int>();
+    const int c_in = f["in_channels"], c_out = f["out_channels"];
+    grouped += g.groups > 1;
+    depthwise += g.groups == c_in && c_out == c_in;
+    multiplier += g.groups == c_in && c_out == 2 * c_in;
     if (f["padding_spec"] == "same") {
       const Padding same = same_padding({f["kernel"][0], f["kernel"][1]}, g.dilation);
       CHECK(same.top == g.padding.top);
@@ -295,4 +315,8 @@ TEST_CASE("reference::conv2d and conv2d_blocked agree with every PyTorch fixture
       CHECK(d.max_abs <= 1e-12 * double(xt::amax(xt::abs(output))()));
     }
   }
+  // groups 2, depthwise and a channel multiplier are among them (nn.Conv2d's groups).
+  CHECK(grouped >= 4);
+  CHECK(depthwise >= 2);
+  CHECK(multiplier >= 1);
 }

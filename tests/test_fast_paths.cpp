@@ -55,6 +55,7 @@ template <class T> SampleRun conv1d_row() {
   Conv1dGeometry g;
   g.pad_left = s.geometry.padding.left, g.pad_right = s.geometry.padding.right;
   g.padding_mode = s.geometry.padding_mode, g.stride = s.geometry.stride[1], g.dilation = s.geometry.dilation[1];
+  g.groups = s.geometry.groups;
   return sample_run(conv1d_blocked(x, w, s.bias, g), reference::conv1d(x, w, s.bias, g), s.description);
 }
 
@@ -64,9 +65,9 @@ SampleRun mhsa_row(bool positional_only, const std::function<Matrix<double>(cons
 }
 
 const FastPath fast_paths[] = {
-    {"conv2d_blocked float64", "every geometry", 0, conv2d_row<double>},
-    {"conv2d_blocked float32", "every geometry", 0, conv2d_row<float>},
-    {"conv1d_blocked float64", "every geometry", 0, conv1d_row<double>},
+    {"conv2d_blocked float64", "every geometry and groups", 0, conv2d_row<double>},
+    {"conv2d_blocked float32", "every geometry and groups", 0, conv2d_row<float>},
+    {"conv1d_blocked float64", "every geometry and groups", 0, conv1d_row<double>},
     {"mhsa_dense", "every layer", 1e-12,
      [] { return mhsa_row(false, [](const auto& s) { return mhsa_dense(s.layer, s.x, s.height, s.width); }); }},
     {"mhsa_separable", "layers without content terms whose score splits (no delta1*delta2 term)", 1e-12,

@@ -31,7 +31,8 @@ Image<T> conv2d_decomposed(const Image<T>& x, const Kernel<T>& weight, const std
   for (int p = 0; p < kernel[0]; ++p)
     for (int q = 0; q < kernel[1]; ++q) {
       const Matrix<T> w_pq = xt::view(weight, xt::all(), xt::all(), p, q);
-      const Image<T> g_pq = pointwise_conv(source, w_pq, std::optional<Vector<T>>{}, counter, "stage1.projection");
+      const Image<T> g_pq =
+          pointwise_conv(source, w_pq, std::optional<Vector<T>>{}, counter, "stage1.projection", g.groups);
       const Image<T> shifted =
           method == ShiftMethod::tensor_shift
               ? shift_zero_fill(g_pq, {p * g.dilation[0] - g.padding.top, q * g.dilation[1] - g.padding.left},

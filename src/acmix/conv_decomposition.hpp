@@ -1,6 +1,6 @@
 #pragma once
 // Pan et al., CVPR 2022, Sec. 3.1, Eq. (2)-(4): a k1 x k2 convolution is
-//   Stage I:  g_pq = W[:, :, p, q] x                  (k1*k2 1x1 convolutions)
+//   Stage I:  g_pq = W[:, :, p, q] x                  (k1*k2 1x1 convolutions, grouped as the convolution)
 //   Stage II: y[i, j] = b + sum_pq g_pq[i*s1 + p*d1 - top, j*s2 + q*d2 - left]   (zero outside)
 // (docs/design.md, "ACmix decomposition"). Any kernel shape, padding, stride and
 // dilation; a padding mode other than zeros pads first, then decomposes.
@@ -14,7 +14,7 @@ enum class ShiftMethod {
   depthwise,     // one-hot depthwise convolution ("improved shift")
 };
 
-// Counts "stage1.projection" (k1*k2*C_out*C_in*H*W) and "stage2.shift_sum"
+// Counts "stage1.projection" (k1*k2*C_out*(C_in/groups)*H*W) and "stage2.shift_sum"
 // (k1*k2*C_out*H_out*W_out additions), plus "stage2.depthwise_shift" for that method.
 template <class T>
 Image<T> conv2d_decomposed(const Image<T>& x, const Kernel<T>& weight, const std::optional<Vector<T>>& bias,

@@ -7,7 +7,9 @@ namespace attnconv {
 template <class T>
 Image<T> grouped_conv2d(const Image<T>& x, const Kernel<T>& weight, const std::optional<Vector<T>>& bias, int groups,
                         const ConvGeometry& g, OpCounter& counter, const std::string& label) {
-  Image<T> y = reference::conv2d(x, weight, bias, g, groups);
+  ConvGeometry grouped = g;
+  grouped.groups = groups;
+  Image<T> y = reference::conv2d(x, weight, bias, grouped);
   counter.add(label, std::int64_t(weight.shape(0)) * std::int64_t(weight.shape(1) * weight.shape(2) * weight.shape(3)) *
                          std::int64_t(y.shape(1) * y.shape(2)));
   return y;

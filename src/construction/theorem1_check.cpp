@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "ops/dense_kernel.hpp"
+
 namespace attnconv {
 
 template <class T> Image<T> mhsa_image(const MhsaLayer<T>& layer, const Image<T>& x, const MhsaEngine<T>& engine) {
@@ -35,7 +37,8 @@ Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, cons
   const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
   Theorem1Check<T> out;
   out.expected = conv2d_blocked(x, w_conv, bias, g);
-  out.layer = theorem1_layer(w_conv, bias, options);
+  out.dense_weight = dense_kernel(w_conv, g.groups);
+  out.layer = theorem1_layer(out.dense_weight, bias, options);
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   out.actual = align_to_convolution(mhsa_image(out.layer, xpad, engine), kernel, g,
                                     {int(out.expected.shape(1)), int(out.expected.shape(2))});

@@ -33,10 +33,13 @@ FiniteAlphaBound construction_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
 template <class T> struct Theorem1Check {
   Image<T> expected;        // conv2d_blocked: the ground truth
   Image<T> actual;          // the MHSA of the padded image, aligned to `expected`
-  MhsaLayer<T> layer;       // the construction
+  Kernel<T> dense_weight;   // the convolution's weight, dense (ops/dense_kernel.hpp: block-diagonal slices for groups > 1)
+  MhsaLayer<T> layer;       // the construction, of dense_weight
   FiniteAlphaBound bound;   // on the padded image
 };
 
+// w_conv is (C_out, C_in/groups, K1, K2), groups = geometry.groups; the
+// construction expresses its dense form, whose slices are block-diagonal.
 template <class T>
 Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
                                 const ConvGeometry& geometry, const Theorem1Options& options,

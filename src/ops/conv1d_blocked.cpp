@@ -10,6 +10,7 @@ ConvGeometry as_2d(const Conv1dGeometry& g) {
   out.padding_mode = g.padding_mode;
   out.stride = {1, g.stride};
   out.dilation = {1, g.dilation};
+  out.groups = g.groups;
   return out;
 }
 

@@ -44,17 +44,35 @@ ParamSpec image_param() {
   return {.name = "image", .kind = ParamKind::int_pair, .default_value = nullptr, .help = "image size [H, W]", .minimum = 1};
 }
 
+ParamSpec groups_param() {
+  return {.name = "groups", .kind = ParamKind::integer, .default_value = 1,
+          .help = "PyTorch's groups: conv_weight is (C_out, C_in / groups, K...); groups = in_channels is depthwise",
+          .minimum = 1};
+}
+
 std::array<std::size_t, 3> ConvShape::input() const { return {in_channels, std::size_t(image[0]), std::size_t(image[1])}; }
 
 std::array<std::size_t, 4> ConvShape::weight() const {
-  return {out_channels, in_channels, std::size_t(kernel[0]), std::size_t(kernel[1])};
+  return {out_channels, in_channels / std::size_t(groups), std::size_t(kernel[0]), std::size_t(kernel[1])};
+}
+
+int case_groups(const Case& c, std::size_t in_channels, std::size_t out_channels) {
+  if (!c.params.contains("groups")) return 1;
+  const int groups = get_int(c.params, "groups");
+  if (in_channels % std::size_t(groups) != 0 || out_channels % std::size_t(groups) != 0)
+    throw ParamError("groups", "groups " + std::to_string(groups) + " must divide in_channels " +
+                                   std::to_string(in_channels) + " and out_channels " + std::to_string(out_channels) +
+                                   " (as in PyTorch)");
+  return groups;
 }
 
 ConvShape case_conv_shape(const Case& c) {
-  return {.image = get_int_pair(c.params, "image"),
-          .kernel = get_int_pair(c.params, "kernel"),
-          .in_channels = std::size_t(get_int(c.params, "in_channels")),
-          .out_channels = std::size_t(get_int(c.params, "out_channels"))};
+  ConvShape shape{.image = get_int_pair(c.params, "image"),
+                  .kernel = get_int_pair(c.params, "kernel"),
+                  .in_channels = std::size_t(get_int(c.params, "in_channels")),
+                  .out_channels = std::size_t(get_int(c.params, "out_channels"))};
+  shape.groups = case_groups(c, shape.in_channels, shape.out_channels);
+  return shape;
 }
 
 Dtype case_dtype(const Case& c) { return dtype_from_string(c.params.at("dtype").get<std::string>()); }
@@ -67,6 +85,7 @@ ConvGeometry case_geometry(const Case& c) {
   g.stride = get_int_pair(c.params, "stride");
   g.padding = resolve_padding(c.params.at("padding"), get_int_pair(c.params, "kernel"), g.dilation);
   g.padding_mode = padding_mode_from_string(c.params.at("padding_mode"));
+  g.groups = c.params.contains("groups") ? get_int(c.params, "groups") : 1;  // checked by case_conv_shape
   if (c.params.at("padding") == "same" && g.stride != std::array<int, 2>{1, 1})
     throw ParamError("padding", "\"same\" padding needs stride 1 (as in PyTorch)");
   return g;

@@ -26,23 +26,31 @@ ParamSpec stride_param(ParamKind kind = ParamKind::int_pair, std::string help = 
 ParamSpec dilation_param(ParamKind kind = ParamKind::int_pair, std::optional<double> maximum = std::nullopt);
 
 ParamSpec image_param();  // "image": [H, W], required
+// PyTorch's `groups` (ops/geometry.hpp), default 1; it must divide in_channels and out_channels.
+ParamSpec groups_param();
 
-// The sizes of a 2D convolution case: "image", "kernel", "in_channels", "out_channels".
+// The sizes of a 2D convolution case: "image", "kernel", "in_channels",
+// "out_channels" and "groups" (1 for a proof without it).
 struct ConvShape {
   std::array<int, 2> image{}, kernel{};
   std::size_t in_channels = 0, out_channels = 0;
+  int groups = 1;
 
   std::array<std::size_t, 3> input() const;   // [C_in, H, W]
-  std::array<std::size_t, 4> weight() const;  // [C_out, C_in, K1, K2]
+  std::array<std::size_t, 4> weight() const;  // [C_out, C_in / groups, K1, K2]
 };
 
 // Typed reads of the shared parameters of a loaded case.
 Dtype case_dtype(const Case& c);
 std::uint64_t case_seed(const Case& c);
+// Throws ParamError naming "groups" when it does not divide both channel counts.
 ConvShape case_conv_shape(const Case& c);
+// The case's "groups" (1 for a proof without it), checked against the channels.
+int case_groups(const Case& c, std::size_t in_channels, std::size_t out_channels);
 
 // The 2D geometry of "kernel", "padding", "padding_mode", "stride",
-// "dilation"; "same" padding needs stride 1 (as in PyTorch: ParamError).
+// "dilation" and "groups" (case_conv_shape checks it against the channels);
+// "same" padding needs stride 1 (as in PyTorch: ParamError).
 ConvGeometry case_geometry(const Case& c);
 
 }  // namespace attnconv

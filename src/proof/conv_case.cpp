@@ -14,6 +14,7 @@ std::vector<ParamSpec> conv_case_params() {
       kernel_param(),
       {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_in", .minimum = 1},
       {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_out", .minimum = 1},
+      groups_param(),
       padding_param(),
       padding_mode_param("other modes: pad first, then decompose"),
       stride_param(),
