@@ -11,10 +11,10 @@ names, `weight`, `bias` (when the layer has one), `input` (the activation it
 received, float64, batch dimension kept) and `reference_output` (its own
 output), and `out_dir/cases.json` one case per layer and proof, with the
 layer's geometry (kernel, stride, padding incl. "same"/"valid", dilation,
-groups, padding_mode, channels), heads = K1*K2 and head_dim = out_channels (the
-construction of Theorem 1: head h's W_val W_out is the kernel slice at its
-shift, a C_in x C_out matrix; a grouped slice is block-diagonal, of rank at
-most out_channels all the same). The case names are the module names.
+groups, padding_mode, channels), heads = K1*K2 and head_dim =
+min(in_channels, out_channels) (Theorem 1's construction: head h's W_val W_out
+is the kernel slice at its shift, a C_in x C_out matrix, dense or
+block-diagonal, of rank at most that). The case names are the module names.
 
 A Conv1d layer is checked by cordonnier2020.theorem1_1d in place of
 cordonnier2020.theorem1, and by acmix2022.conv_decomposition as the 2D
@@ -169,8 +169,10 @@ def _layer_cases(name, module, x, y, proofs, alpha, out_dir):
 
 
 def _attention(module, alpha):
-    """Theorem 1's MHSA: one head per kernel position, head_dim = out_channels."""
-    return {"heads": math.prod(module.kernel_size), "head_dim": module.out_channels, "alpha": float(alpha)}
+    """Theorem 1's MHSA: one head per kernel position, head_dim = min(in_channels, out_channels), the
+    largest rank a kernel slice (dense or block-diagonal) can have."""
+    return {"heads": math.prod(module.kernel_size), "head_dim": min(module.in_channels, module.out_channels),
+            "alpha": float(alpha)}
 
 
 def _common(module):
