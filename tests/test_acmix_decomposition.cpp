@@ -81,3 +81,25 @@ TEST_CASE("a one-hot depthwise convolution is the zero-fill shift", "[acmix_deco
   const double want = (si >= 0 && si < 7 && sj >= 0 && sj < 8) ? g(1, si, sj) : 0.0;
   CHECK(shifted(1, 1, 1) == want);
 }
+
+TEST_CASE("a grouped convolution decomposes into grouped 1x1 convolutions", "[acmix_decomposition]") {
+  // groups 2 (6 -> 4), depthwise (4 -> 4) and depthwise with multiplier 2 (3 -> 6), 3 x 3, stride 2, reflect.
+  const auto [c_in, c_out, groups] = GENERATE(std::array<std::size_t, 3>{6, 4, 2}, std::array<std::size_t, 3>{4, 4, 4},
+                                              std::array<std::size_t, 3>{3, 6, 3});
+  const Random random(12);
+  const Image<double> x = random.stream(1).uniform_tensor<double, 3>({c_in, 8, 9});
+  const Kernel<double> w = random.stream(2).uniform_tensor<double, 4>({c_out, c_in / groups, 3, 3});
+  const std::optional<Vector<double>> b(random.stream(3).uniform_tensor<double, 1>({c_out}));
+  ConvGeometry g;
+  g.padding = {1, 1, 1, 1}, g.padding_mode = PaddingMode::reflect, g.stride = {2, 2}, g.groups = int(groups);
+
+  const Image<double> expected = conv2d_blocked(x, w, b, g);
+  OpCounter tensor_count, depthwise_count;
+  const Image<double> by_shift = conv2d_decomposed(x, w, b, g, ShiftMethod::tensor_shift, tensor_count);
+  const Image<double> by_depthwise = conv2d_decomposed(x, w, b, g, ShiftMethod::depthwise, depthwise_count);
+  REQUIRE(by_shift.shape() == expected.shape());
+  CHECK(compare(by_shift, expected).max_abs < 1e-13);
+  CHECK(compare(by_depthwise, by_shift).max_abs == 0.0);
+  // Stage I: 9 grouped products, C_out x C_in/groups by C_in/groups x (H*W) per group, on the padded 10 x 11 input.
+  CHECK(tensor_count.total("stage1") == 9 * std::int64_t(c_out * (c_in / groups) * 10 * 11));
+}
