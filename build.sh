@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 # Debian 12 packages: build tools, the libraries, and what the tests use.
 packages=(cmake make g++ git pkg-config
           xtensor-dev libxtensor-blas-dev libopenblas-dev
-          libssl-dev catch2 nlohmann-json3-dev libcli11-dev librapidcheck-dev libbenchmark-dev
+          libssl-dev zlib1g-dev catch2 nlohmann-json3-dev libcli11-dev librapidcheck-dev libbenchmark-dev
           python3 python3-numpy python3-jsonschema python3-torch  # torch: the exporter and dump tests
           gnuplot-nox
           clang libclang-rt-14-dev)  # .ci/sanitize.sh, .ci/fuzz.sh

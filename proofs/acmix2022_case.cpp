@@ -66,7 +66,10 @@ AcmixParams parse_acmix_case(const Case& c) {
     throw ParamError("kernel_att", "reflection padding kernel_att // 2 = " + std::to_string(config.kernel_att / 2) +
                                        " must be smaller than the image side " +
                                        std::to_string(std::min(image[0], image[1])));
-  std::vector<std::string> known{"input"};
+  if (p.init.dep_init == "loaded" && !c.weights.contains("dep_conv.weight"))
+    throw ParamError("dep_init", "\"loaded\" is what the report says when weights hold dep_conv.weight, which this "
+                                 "case's do not; choose \"shift\" or \"random\"");
+  std::vector<std::string> known{"input", "reference_output"};
   for (const auto& entry : acmix_state_dict_entries(config, true)) known.push_back(entry.key);
   check_tensor_names(c, known);
   for (const auto& [key, value] : c.weights.items()) {
@@ -80,6 +83,20 @@ AcmixParams parse_acmix_case(const Case& c) {
 TensorShapes acmix_case_tensor_shapes(const AcmixParams& p) {
   TensorShapes out{{"input", {std::size_t(p.config.in_channels), std::size_t(p.image[0]), std::size_t(p.image[1])}}};
   for (const auto& entry : acmix_state_dict_entries(p.config, p.init.dep_conv_bias)) out[entry.key] = entry.shape;
+  const auto out_side = [&](int side) { return std::size_t((side + p.config.stride - 1) / p.config.stride); };
+  out["reference_output"] = {std::size_t(p.config.out_channels), out_side(p.image[0]), out_side(p.image[1])};
+  return out;
+}
+
+json acmix_loaded_params(const Case& c, const AcmixParams& p) {
+  json out = json::object();
+  if (c.weights.contains("dep_conv.weight")) out["dep_init"] = "loaded";
+  const auto rate = [&](const char* key, double drawn) {
+    if (!c.weights.contains(key)) return drawn;
+    return with_dtype(p.dtype, [&](auto tag) { return double(load_case_tensor<decltype(tag)>(c, key, {1})(0)); });
+  };
+  if (c.weights.contains("rate1") || c.weights.contains("rate2"))
+    out["rates"] = {rate("rate1", p.init.rates[0]), rate("rate2", p.init.rates[1])};
   return out;
 }
 

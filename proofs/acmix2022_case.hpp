@@ -28,6 +28,10 @@ AcmixParams parse_acmix_case(const Case& c);
 // The tensors a case may load from .npy: input and the state_dict entries.
 TensorShapes acmix_case_tensor_shapes(const AcmixParams& p);
 
+// What the loaded tensors say of the parameters: "rates" [rate1, rate2] when
+// either is loaded, "dep_init": "loaded" when dep_conv.weight is.
+json acmix_loaded_params(const Case& c, const AcmixParams& p);
+
 template <class T> struct AcmixCase {
   AcmixConfig config;
   Image<T> input;

@@ -133,6 +133,7 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
                  {"output", xt::xarray<T>(module.output)},
                  {"conv_weight", xt::xarray<T>(eq.weight)},
                  {"conv_bias", xt::xarray<T>(eq.bias)}};
+  out.reference_tensor = "output";
   for (auto& [key, tensor] : acmix_state_dict(w)) out.tensors.push_back({key, std::move(tensor)});
   return out;
 }
@@ -150,7 +151,9 @@ const bool registered = register_proof(make_proof<AcmixParams>({
                                                         stride_param(ParamKind::integer, "output ceil(H/s) x ceil(W/s)"));
       params.insert(params.end(), {
           {.name = "dep_init", .kind = ParamKind::string, .default_value = "shift",
-           .help = "dep_conv weights: the reference's shift kernels or random", .choices = {"shift", "random"}},
+           .help = "dep_conv weights: the reference's shift kernels or random; \"loaded\": read from the weights "
+                   "(what the report gives when they hold dep_conv.weight)",
+           .choices = {"shift", "random", "loaded"}},
           {.name = "rates", .kind = ParamKind::number_pair, .default_value = json::array({0.5, 0.5}), .help = "[rate1, rate2]"},
           {.name = "projection_bias", .kind = ParamKind::boolean, .default_value = true, .help = "conv1..3 biases (false: zero)"},
           {.name = "dep_conv_bias", .kind = ParamKind::boolean, .default_value = false,
@@ -187,6 +190,7 @@ const bool registered = register_proof(make_proof<AcmixParams>({
            .help = "a rate of 0: max |output - the other path alone, scaled|", .always = false, .error = true},
       }),
     .expected_tensors = acmix_case_tensor_shapes,
+    .loaded_params = acmix_loaded_params,
 }));
 
 }  // namespace

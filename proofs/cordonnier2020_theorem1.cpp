@@ -54,6 +54,7 @@ TensorShapes expected_tensors(const Theorem1Params& p) {
   const auto w = p.shape.weight();
   TensorShapes out{{"input", {x.begin(), x.end()}}, {"conv_weight", {w.begin(), w.end()}}};
   if (p.shared.bias) out["conv_bias"] = {p.shape.out_channels};
+  out["reference_output"] = conv_output_shape(p.shape, p.geometry);
   return out;
 }
 

@@ -61,6 +61,9 @@ std::size_t group_in(const Theorem1dParams& p) { return p.in_channels / std::siz
 TensorShapes expected_tensors(const Theorem1dParams& p) {
   TensorShapes out{{"input", {p.in_channels, p.length}}, {"conv_weight", {p.out_channels, group_in(p), p.kernel}}};
   if (p.shared.bias) out["conv_bias"] = {p.out_channels};
+  const Conv1dGeometry& g = p.geometry;
+  out["reference_output"] = {p.out_channels, std::size_t(conv_output_size(int(p.length), g.pad_left, g.pad_right,
+                                                                          int(p.kernel), g.stride, g.dilation))};
   return out;
 }
 

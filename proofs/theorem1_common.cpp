@@ -18,7 +18,7 @@ int needed_head_dim(int in_channels, int out_channels) { return std::min(in_chan
 
 void check_hypotheses(const Case& c, int kernel_positions, const Theorem1Options& options, int in_channels,
                       int out_channels) {
-  check_tensor_names(c, {"input", "conv_weight", "conv_bias"});
+  check_tensor_names(c, {"input", "conv_weight", "conv_bias", "reference_output"});
   if (c.expect != "hold") return;
   if (options.heads < kernel_positions)
     throw ParamError("heads", "Theorem 1 needs heads >= the number of kernel positions = " +

@@ -16,6 +16,7 @@
 #include "harness/resources.hpp"
 #include "harness/runner.hpp"
 #include "harness/signal_cleanup.hpp"
+#include "harness/version.hpp"
 
 namespace {
 
@@ -46,6 +47,9 @@ int print_proofs() {
 int run_command(int argc, char** argv) {
   CLI::App app{"attnconv: numerical checks of theorems relating self-attention and convolution"};
   app.require_subcommand(1);
+  // The tool's version and commit, as every report's "tool" section records them.
+  app.set_version_flag("--version", std::string("attnconv ") + tool_version + " (git " + git_commit + ")",
+                       "print the tool version and git commit, then exit");
 
   std::vector<std::string> paths;
   std::string out_dir = "reports", filter, dump_dir, max_memory;

@@ -7,6 +7,7 @@
 #include "harness/errors.hpp"
 #include "harness/output_lock.hpp"
 #include "harness/output_paths.hpp"
+#include "harness/tensor_source.hpp"
 
 namespace attnconv {
 
@@ -48,7 +49,7 @@ void check_run_outputs(const std::vector<std::string>& case_paths, const std::ve
   for (const auto& c : cases) {
     add_input("case file", c.file);
     for (const auto& [key, value] : c.weights.items())
-      add_input("weights." + key + " of case '" + c.name + "'", (fs::path(c.file).parent_path() / value.get<std::string>()).string());
+      add_input("weights." + key + " of case '" + c.name + "'", source_path(c.file, tensor_source(value)));
     if (!options.dump_dir.empty())
       folders.push_back({"the --dump-tensors folder of case '" + c.name + "'", (fs::path(options.dump_dir) / c.name).string()});
   }

@@ -9,9 +9,9 @@
 #include <set>
 
 #include "harness/bounded_file.hpp"
+#include "harness/case_weights.hpp"
 #include "harness/errors.hpp"
 #include "harness/json_reader.hpp"
-#include "harness/npy_check.hpp"
 #include "harness/quote.hpp"
 
 namespace attnconv {
@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> case_keys{"name", "proof", "params", "sweep", "tolerance", "expect", "weights",
+const std::vector<std::string> case_keys{"name",    "proof",          "params",          "sweep",      "tolerance",
+                                         "expect",  "weights",        "weights_prefix",  "weights_partial",
                                          "description"};
 
 // A case name is a label and a folder name, not a document (the schema's maxLength).
@@ -84,42 +85,37 @@ void count_cases(const json& object, const std::string& file, std::size_t index,
                    std::to_string(max_expanded_cases) + " cases (over all its case files); split it into several runs");
 }
 
-// Every "weights" entry of an expanded case against the proof's declared
-// tensors: known name, readable .npy of the case's dtype and shape, finite.
-// Records each tensor's provenance in the case: the file's size and SHA-256,
-// or the seed it is drawn from. `checked` remembers files already read for
-// this case object (sweeps).
-void check_weights(Case& c, const ProofDef& proof, std::map<std::string, NpyCheck>& checked) {
-  std::map<std::string, std::vector<std::size_t>> expected;
-  if (proof.expected_tensors) expected = proof.expected_tensors(c);
-  for (const auto& [name, shape] : expected)
-    if (!c.weights.contains(name) && c.params.contains("seed"))
-      c.provenance[name] = {{"drawn_from_seed", c.params["seed"]}};
-  if (c.weights.empty()) return;
-  const auto where = [&](const std::string& key) { return c.file + ": case '" + clip(c.name) + "': key 'weights." + clip(key) + "': "; };
-  std::vector<std::string> names;
-  for (const auto& [name, shape] : expected) names.push_back(name);
-  const std::string descr = c.params.value("dtype", std::string("float64")) == "float32" ? "<f4" : "<f8";
-  for (const auto& [key, value] : c.weights.items()) {
-    if (proof.expected_tensors && !expected.count(key)) {
-      std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      throw InputError(where(key) + "proof " + c.proof + " loads no tensor named '" + clip(key) + "'" + suggestion(key, names) +
-                       "; with these parameters it loads: " + (list.empty() ? "none" : list));
-    }
-    std::optional<std::vector<std::size_t>> shape;
-    if (proof.expected_tensors) shape = expected.at(key);
-    const std::string path = (fs::path(c.file).parent_path() / value.get<std::string>()).string();
-    const std::string memo = path + "|" + descr + "|" + (shape ? shape_string(*shape) : "?");
-    auto it = checked.find(memo);
-    if (it == checked.end()) it = checked.emplace(memo, check_npy_file(path, descr, shape)).first;
-    const std::string& problem = it->second.problem;
-    if (!problem.empty())
-      throw InputError(where(key) + problem +
-                       (problem.find("dtype") != std::string::npos
-                            ? " (the case's dtype is " + c.params.value("dtype", std::string("float64")) + ")"
-                            : ""));
-    c.provenance[key] = {{"file", value}, {"bytes", it->second.digest.bytes}, {"sha256", it->second.digest.sha256}};
+// The parameters a case file gives for one point of its sweep (not the defaults).
+json given_params(const json& params, const json& point) {
+  json given = params;
+  for (const auto& [key, value] : point.items()) given[key] = value;
+  return given;
+}
+
+// The parameters the loaded tensors determine (ProofDef::loaded_params) replace
+// the defaults in c.params; a case file that gives another value contradicts
+// its own tensors.
+// Equal, numbers compared as the case's dtype holds them (a float32 rate1 of 0.3 is 0.30000001192...).
+bool same_value(const json& given, const json& loaded, bool float32) {
+  if (given.is_array() && loaded.is_array())
+    return given.size() == loaded.size() && std::equal(given.begin(), given.end(), loaded.begin(), [&](const json& a, const json& b) {
+             return same_value(a, b, float32);
+           });
+  if (given.is_number() && loaded.is_number())
+    return float32 ? float(given.get<double>()) == float(loaded.get<double>()) : given.get<double>() == loaded.get<double>();
+  return given == loaded;
+}
+
+void apply_loaded_params(Case& c, const ProofDef& proof, const json& given) {
+  if (!proof.loaded_params) return;
+  const bool float32 = c.params.value("dtype", std::string("float64")) == "float32";
+  const json loaded = proof.loaded_params(c);
+  for (const auto& [key, value] : loaded.items()) {
+    if (given.contains(key) && !same_value(given[key], value, float32))
+      throw InputError(c.file + ": case '" + clip(c.name) + "': key 'params." + key + "': " + quote(given[key]) +
+                       " contradicts the loaded tensors, which give " + quote(value) +
+                       "; leave it out (the report gives the loaded value)");
+    c.params[key] = value;
   }
 }
 
@@ -201,12 +197,7 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   c.expect = object.value("expect", json("hold")).is_string() ? object.value("expect", std::string("hold")) : "";
   if (c.expect != "hold" && c.expect != "fail") fail("expect", "must be \"hold\" or \"fail\", got " + quote(object["expect"]));
 
-  c.weights = object.value("weights", json::object());
-  if (!c.weights.is_object()) fail("weights", "must be an object of tensor name -> .npy path");
-  for (const auto& [key, value] : c.weights.items())
-    if (!value.is_string()) fail("weights." + key, "must be a path (string) to a .npy file, got " + quote(value));
-    else if (value.get<std::string>().size() >= PATH_MAX)
-      fail("weights." + key, "a path is at most " + std::to_string(PATH_MAX - 1) + " bytes, got " + quote(value));
+  read_weights_keys(object, c, file + ": " + label + ": ");
 
   // Sweep: one case per point of the cartesian product, first key slowest.
   const json sweep = object.value("sweep", json::object());
@@ -231,7 +222,7 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
   }
 
   std::vector<Case> cases;
-  std::map<std::string, NpyCheck> checked_files;
+  WeightsMemo memo;
   for (const auto& point : points) {
     Case expanded = c;
     expanded.sweep_point = point;
@@ -245,8 +236,10 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
       expanded.name += "[" + suffix + "]";
     }
     try {
+      resolve_weights(expanded, memo);
       if (proof->validate) proof->validate(expanded);
-      check_weights(expanded, *proof, checked_files);
+      check_weights(expanded, *proof, memo);
+      apply_loaded_params(expanded, *proof, given_params(params, point));
     } catch (const ParamError& e) {
       throw InputError(file + ": case '" + clip(expanded.name) + "': key 'params." + e.key + "': " + e.what());
     }

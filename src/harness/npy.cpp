@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <xtensor/xnpy.hpp>
+#include <xtensor/xview.hpp>
 
 #include "harness/errors.hpp"
+#include "harness/case_weights.hpp"
 #include "harness/npy_check.hpp"
+#include "harness/tensor_source.hpp"
 #include "harness/quote.hpp"
 
 namespace attnconv {
@@ -17,6 +20,7 @@ namespace fs = std::filesystem;
 bool has_case_tensor(const Case& c, const std::string& key) { return c.weights.contains(key); }
 
 void check_tensor_names(const Case& c, const std::vector<std::string>& known) {
+  if (!c.weights_file.empty()) return;  // names read from an .npz, not typed: the loader keeps the known ones
   for (const auto& [key, value] : c.weights.items())
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       const std::string best = closest(key, known);
@@ -30,19 +34,27 @@ void check_tensor_names(const Case& c, const std::vector<std::string>& known) {
 template <class T>
 xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& shape) {
   const std::string where = c.file + ": case '" + clip(c.name) + "': key '" + clip("weights." + key) + "': ";
-  const fs::path path = fs::path(c.file).parent_path() / c.weights.at(key).get<std::string>();
+  const bool batched = c.batch > 0 && is_data_tensor(key);
+  std::vector<std::size_t> file_shape = shape;
+  if (batched) file_shape.insert(file_shape.begin(), c.batch);
   NpyTensor<T> tensor;
+  TensorSource source;
   try {
-    tensor = read_npy_file<T>(path.string(), shape);
+    source = tensor_source(c.weights.at(key));
+    tensor = read_tensor_source<T>(c.file, source, file_shape);
   } catch (const std::runtime_error& e) {
     throw InputError(where + e.what());
   }
   // The provenance in the report is the file checked when loading: it must be the one read now.
   const json loaded = c.provenance.value(key, json::object());
-  if (loaded.contains("sha256") && loaded["sha256"] != tensor.digest.sha256)
-    throw InputError(where + clip(path.string(), PATH_MAX) + " changed after the cases were loaded (SHA-256 " +
-                     loaded["sha256"].get<std::string>() + " then, " + tensor.digest.sha256 + " now)");
-  return std::move(tensor.values);
+  const char* digest_key = source.entry.empty() ? "sha256" : "entry_sha256";
+  if (loaded.contains(digest_key) && loaded[digest_key] != tensor.digest.sha256)
+    throw InputError(where + clip(source_path(c.file, source), PATH_MAX) +
+                     (source.entry.empty() ? "" : " entry '" + clip(source.entry) + "'") +
+                     " changed after the cases were loaded (SHA-256 " + loaded[digest_key].get<std::string>() +
+                     " then, " + tensor.digest.sha256 + " now)");
+  if (!batched) return std::move(tensor.values);
+  return xt::xarray<T>(xt::view(tensor.values, c.sample));
 }
 
 void dump_tensors(const std::string& dir, const std::vector<NamedTensor>& tensors) {

@@ -8,8 +8,9 @@
 
 namespace attnconv {
 
-// Loads `key` of case.weights (a path relative to the case file) as T with
-// exactly `shape`. Throws InputError naming the file, the case and the key.
+// Loads `key` of case.weights (an .npy or .npz entry, relative to the case
+// file) as T with exactly `shape`; of a batch input (and its reference_output),
+// the case's sample. Throws InputError naming the file, the case and the key.
 template <class T> xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& shape);
 
 bool has_case_tensor(const Case& c, const std::string& key);

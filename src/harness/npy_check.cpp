@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xmanipulation.hpp>
@@ -192,24 +193,19 @@ struct Scan {
   FileDigest digest;
 };
 
-// Reads the .npy at `path` through: every check of check_npy_file, the
-// SHA-256 of all its bytes, and each value (converted to this machine's byte
-// order) given to sink(file-order index, value).
+// Reads the .npy in `stream` (of `size` bytes, named `shown` in messages)
+// through: every check of check_npy_file, the SHA-256 of all its bytes, and
+// each value (converted to this machine's byte order) given to
+// sink(file-order index, value).
 template <class T, class Sink>
-Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size_t>>& shape, Sink&& sink) {
+Scan scan_npy_stream(std::istream& stream, std::uintmax_t size, const std::string& shown,
+                     const std::optional<std::vector<std::size_t>>& shape, Sink&& sink) {
   Scan scan;
-  const std::string shown = clip(path, PATH_MAX);  // escaped; whole, as a case file's weights path is shorter
   const auto fail = [&](const std::string& problem) {
     scan.problem = problem;
     return scan;
   };
   const std::string descr = sizeof(T) == 4 ? "<f4" : "<f8";
-  std::error_code error;
-  const auto status = fs::status(path, error);
-  if (error || !fs::exists(status)) return fail("cannot read " + shown + ": no such file");
-  if (!fs::is_regular_file(status)) return fail(shown + " is not a regular file");
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) return fail("cannot read " + shown + ": " + std::strerror(errno));
   try {
     scan.header = read_npy_header(stream);
   } catch (const std::exception& e) {
@@ -222,8 +218,6 @@ Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size
     return fail(shown + " has shape " + shape_string(header.shape) + ", expected " + shape_string(*shape));
   const std::size_t count = element_count(header.shape);
   if (count == SIZE_MAX) return fail(shown + " has an absurd shape " + shape_string(header.shape));
-  const std::uintmax_t size = fs::file_size(path, error);
-  if (error) return fail("cannot read " + shown + ": " + error.message());
   const std::uintmax_t wanted = header.data_offset + count * sizeof(T);
   if (size < wanted)
     return fail(shown + " is truncated: shape " + shape_string(header.shape) + " of '" + header.descr + "' needs " +
@@ -259,6 +253,26 @@ Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size
   }
   scan.digest = {size, hash.hex_digest()};
   return scan;
+}
+
+// scan_npy_stream of the file at `path`.
+template <class T, class Sink>
+Scan scan_npy(const std::string& path, const std::optional<std::vector<std::size_t>>& shape, Sink&& sink) {
+  Scan scan;
+  const std::string shown = clip(path, PATH_MAX);  // escaped; whole, as a case file's weights path is shorter
+  const auto fail = [&](const std::string& problem) {
+    scan.problem = problem;
+    return scan;
+  };
+  std::error_code error;
+  const auto status = fs::status(path, error);
+  if (error || !fs::exists(status)) return fail("cannot read " + shown + ": no such file");
+  if (!fs::is_regular_file(status)) return fail(shown + " is not a regular file");
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) return fail("cannot read " + shown + ": " + std::strerror(errno));
+  const std::uintmax_t size = fs::file_size(path, error);
+  if (error) return fail("cannot read " + shown + ": " + error.message());
+  return scan_npy_stream<T>(stream, size, shown, shape, sink);
 }
 
 }  // namespace
@@ -300,13 +314,22 @@ NpyCheck check_npy_file(const std::string& path, const std::string& descr,
                         const std::optional<std::vector<std::size_t>>& shape) {
   const auto ignore = [](std::size_t, auto) {};
   const Scan scan = descr == "<f4" ? scan_npy<float>(path, shape, ignore) : scan_npy<double>(path, shape, ignore);
-  return {scan.problem, scan.digest};
+  return {scan.problem, scan.digest, scan.header.shape};
 }
 
-template <class T>
-NpyTensor<T> read_npy_file(const std::string& path, const std::optional<std::vector<std::size_t>>& shape) {
-  std::vector<T> values;
-  const Scan scan = scan_npy<T>(path, shape, [&](std::size_t, T value) { values.push_back(value); });
+NpyCheck check_npy_bytes(const std::string& bytes, const std::string& shown, const std::string& descr,
+                         const std::optional<std::vector<std::size_t>>& shape) {
+  const auto ignore = [](std::size_t, auto) {};
+  std::istringstream stream(bytes);
+  const Scan scan = descr == "<f4" ? scan_npy_stream<float>(stream, bytes.size(), shown, shape, ignore)
+                                   : scan_npy_stream<double>(stream, bytes.size(), shown, shape, ignore);
+  return {scan.problem, scan.digest, scan.header.shape};
+}
+
+namespace {
+
+// The tensor of a scan that kept its values, in C order.
+template <class T> NpyTensor<T> tensor_of(const Scan& scan, std::vector<T> values) {
   if (!scan.problem.empty()) throw std::runtime_error(scan.problem);
   std::vector<std::size_t> file_shape = scan.header.shape;
   if (!scan.header.fortran_order) return {xt::adapt(std::move(values), file_shape), scan.digest};
@@ -316,7 +339,27 @@ NpyTensor<T> read_npy_file(const std::string& path, const std::optional<std::vec
   return {xt::transpose(reversed), scan.digest};
 }
 
+}  // namespace
+
+template <class T>
+NpyTensor<T> read_npy_file(const std::string& path, const std::optional<std::vector<std::size_t>>& shape) {
+  std::vector<T> values;
+  const Scan scan = scan_npy<T>(path, shape, [&](std::size_t, T value) { values.push_back(value); });
+  return tensor_of(scan, std::move(values));
+}
+
+template <class T>
+NpyTensor<T> read_npy_bytes(const std::string& bytes, const std::string& shown,
+                            const std::optional<std::vector<std::size_t>>& shape) {
+  std::vector<T> values;
+  std::istringstream stream(bytes);
+  const Scan scan = scan_npy_stream<T>(stream, bytes.size(), shown, shape, [&](std::size_t, T value) { values.push_back(value); });
+  return tensor_of(scan, std::move(values));
+}
+
 template NpyTensor<float> read_npy_file(const std::string&, const std::optional<std::vector<std::size_t>>&);
 template NpyTensor<double> read_npy_file(const std::string&, const std::optional<std::vector<std::size_t>>&);
+template NpyTensor<float> read_npy_bytes(const std::string&, const std::string&, const std::optional<std::vector<std::size_t>>&);
+template NpyTensor<double> read_npy_bytes(const std::string&, const std::string&, const std::optional<std::vector<std::size_t>>&);
 
 }  // namespace attnconv

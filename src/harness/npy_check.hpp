@@ -45,6 +45,7 @@ struct FileDigest {
 struct NpyCheck {
   std::string problem;  // empty: the file is good
   FileDigest digest;    // of the file as read, when it is good
+  std::vector<std::size_t> shape;  // as the header gives it, when the header is readable
 };
 
 // Reads the file at `path` through, without keeping its data: it must hold
@@ -52,6 +53,10 @@ struct NpyCheck {
 // given, exactly `shape`. `problem` says what is wrong, in plain words.
 NpyCheck check_npy_file(const std::string& path, const std::string& descr,
                         const std::optional<std::vector<std::size_t>>& shape);
+
+// check_npy_file of an .npy held in memory (an .npz entry), named `shown` in messages.
+NpyCheck check_npy_bytes(const std::string& bytes, const std::string& shown, const std::string& descr,
+                         const std::optional<std::vector<std::size_t>>& shape);
 
 template <class T> struct NpyTensor {
   xt::xarray<T> values;  // in C order
@@ -62,5 +67,10 @@ template <class T> struct NpyTensor {
 // for T's dtype; throws std::runtime_error with the problem.
 template <class T>
 NpyTensor<T> read_npy_file(const std::string& path, const std::optional<std::vector<std::size_t>>& shape);
+
+// read_npy_file of an .npy held in memory (an .npz entry).
+template <class T>
+NpyTensor<T> read_npy_bytes(const std::string& bytes, const std::string& shown,
+                            const std::optional<std::vector<std::size_t>>& shape);
 
 }  // namespace attnconv

@@ -20,6 +20,20 @@ std::vector<MetricSpec> distance_metrics(const std::string& what, std::vector<Me
       {.name = "max_abs", .type = "number", .help = "max |a - b| over the output, " + what, .error = true},
       {.name = "rel_l2", .type = "number", .help = "||a - b||_2 / ||b||_2, " + what, .error = true}};
   metrics.insert(metrics.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  // What the harness adds to any proof's metrics (harness/case_run.hpp).
+  metrics.insert(metrics.end(), {
+      {.name = "reference_max_abs", .type = "number",
+       .help = "with a reference_output: max |the proof's reference - reference_output| (an outside implementation's "
+               "output for the same input)",
+       .always = false, .error = true},
+      {.name = "reference_rel_l2", .type = "number",
+       .help = "with a reference_output: rel_l2 of the proof's reference against reference_output", .always = false,
+       .error = true},
+      {.name = "max_abs_per_sample", .type = "array",
+       .help = "a batch input: max_abs of each sample (the other metrics are the worst sample's)", .always = false},
+      {.name = "worst_sample", .type = "integer", .help = "a batch input: the sample the other metrics are of",
+       .always = false},
+  });
   return metrics;
 }
 

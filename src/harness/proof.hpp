@@ -28,11 +28,22 @@ struct Case {
   json params;             // every parameter of the proof, defaults filled in
   json sweep_point = json::object();  // the swept values of this case
   json tolerance = json::object();    // {"max_abs": ..., "rel_l2": ...} or empty
-  json weights = json::object();      // tensor name -> .npy path relative to `file`
+  // Tensor name -> source (harness/tensor_source.hpp): an .npy path relative
+  // to `file`, or {"file": <.npz>, "entry": <name>}; with `weights_file`, the
+  // loader fills it from the .npz's entries under `weights_prefix`.
+  json weights = json::object();
+  std::string weights_file;           // "weights": "<file>.npz" (a state_dict), or empty
+  std::string weights_prefix;         // prepended to every module tensor's name in `weights_file`
+  bool weights_partial = false;       // some module tensors loaded, the others drawn from the seed
   std::string expect = "hold";        // "hold" | "fail"
   // Where each tensor comes from, set by the loader: name -> {"file", "bytes",
-  // "sha256"} for a loaded .npy, {"drawn_from_seed": S} for a drawn one.
+  // "sha256"} for a loaded .npy (an .npz entry adds "entry" and "entry_sha256"),
+  // {"drawn_from_seed": S} for a drawn one.
   json provenance = json::object();
+  // A batch input (N, C, H, W) or (N, C, L): N, checked sample by sample; 0:
+  // the input has no batch dimension. `sample` is the one a run reads.
+  std::size_t batch = 0;
+  std::size_t sample = 0;
 };
 
 // A tensor to dump as .npy, in PyTorch layout.
@@ -63,6 +74,9 @@ struct Outcome {
   json roundoff_tolerance = json::object();
   std::optional<PredictedFailure> predicted_failure;  // for "expect": "fail"; none: no converse to confirm
   std::vector<NamedTensor> tensors;           // "input", "expected", "actual", parameters...
+  // The tensor of `tensors` a case's "reference_output" (an outside
+  // implementation's output for the same input) is compared with.
+  std::string reference_tensor = "expected";
 };
 
 // A metric a proof reports, for the report schema (reports/schema.json) and
@@ -101,6 +115,11 @@ struct ProofDef {
   // runs. May be empty: then any name is accepted, with dtype and finiteness
   // checked but not the shape.
   std::function<TensorShapes(const Case&)> expected_tensors = {};
+  // The parameters the case's loaded tensors determine (ACmix: "rates" from
+  // rate1 and rate2), run by the loader after checking the tensors: they
+  // replace the defaults in the case's params, and a case file giving another
+  // value is refused. May be empty.
+  std::function<json(const Case&)> loaded_params = {};
   // The figures `attnconv plot` draws for a case of a report, computed from
   // the case as verify() computes it and from the metrics the report gives it;
   // throws (the reason in plain words) when they cannot be drawn. May be empty:

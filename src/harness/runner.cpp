@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "harness/atomic_file.hpp"
+#include "harness/case_run.hpp"
 #include "harness/errors.hpp"
 #include "harness/executor.hpp"
 #include "harness/journal.hpp"
@@ -27,8 +28,17 @@ json case_entry(const Case& c) {
   json entry = {{"name", c.name},         {"proof", c.proof},          {"file", c.file},
                 {"params", c.params},     {"expect", c.expect},        {"sweep_group", c.base_name},
                 {"sweep_point", c.sweep_point}};
+  if (!c.weights_file.empty()) entry["weights_file"] = c.weights_file;
+  if (!c.weights_file.empty()) entry["weights_prefix"] = c.weights_prefix;
   if (!c.weights.empty()) entry["weights"] = c.weights;
   if (!c.provenance.empty()) entry["provenance"] = c.provenance;
+  if (c.batch > 0) entry["batch"] = c.batch;
+  if (c.weights_partial) {
+    json drawn = json::array();
+    for (const auto& [name, source] : c.provenance.items())
+      if (source.contains("drawn_from_seed") && name != "input") drawn.push_back(name);
+    entry["weights_drawn"] = drawn;
+  }
   return entry;
 }
 
@@ -47,8 +57,9 @@ json run_case(const Case& c, const RunOptions& options) {
   json entry = case_entry(c);
   const auto start = std::chrono::steady_clock::now();
   try {
-    const Outcome outcome = find_proof(c.proof)->verify(c);
-    const Verdict verdict = judge(c, outcome);
+    const CaseResult result = run_verify(c);
+    const Outcome& outcome = result.outcome;
+    const Verdict& verdict = result.verdict;
     entry["status"] = verdict.status;
     entry["verdict"] = verdict.verdict;
     entry["metrics"] = outcome.metrics;

@@ -20,6 +20,16 @@ json integer_schema(const ParamSpec& spec) {
 
 json non_negative_int() { return {{"type", "integer"}, {"minimum", 0}}; }
 
+// A tensor's source (harness/tensor_source.hpp): an .npy path or an .npz entry.
+json tensor_source_schema() {
+  return {{"oneOf", json::array({{{"type", "string"}},
+                                 {{"type", "object"},
+                                  {"required", {"file", "entry"}},
+                                  {"additionalProperties", false},
+                                  {"properties", {{"file", {{"type", "string"}, {"pattern", "\\.npz$"}}},
+                                                  {"entry", {{"type", "string"}}}}}}})}};
+}
+
 json int_array(std::size_t size, json item) {
   return {{"type", "array"}, {"items", std::move(item)}, {"minItems", size}, {"maxItems", size}};
 }
@@ -118,8 +128,14 @@ json case_file_schema() {
         {"tolerance", {{"type", "object"}, {"additionalProperties", {{"type", "number"}, {"minimum", 0}}},
                        {"description", "error metric -> largest value for which the claim holds"}}},
         {"expect", {{"enum", {"hold", "fail"}}}},
-        {"weights", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}},
-                     {"description", "tensor name -> .npy path relative to the case file"}}}}},
+        {"weights",
+         {{"oneOf", json::array({{{"type", "string"}, {"pattern", "\\.npz$"},
+                                  {"description", "an .npz file (numpy.savez of a state_dict), relative to the case file"}},
+                                 {{"type", "object"}, {"additionalProperties", tensor_source_schema()},
+                                  {"description", "tensor name -> .npy path relative to the case file, or an .npz entry"}}})}}},
+        {"weights_prefix", {{"type", "string"}, {"description", "with an .npz: prepended to the name of every module tensor"}}},
+        {"weights_partial", {{"type", "boolean"},
+                             {"description", "load some of the module's tensors and draw the others from the seed"}}}}},
       {"allOf", per_proof}};
   return {{"$schema", dialect},
           {"$id", "https://attnconv.invalid/cases/schema.json"},
@@ -163,16 +179,24 @@ json report_schema() {
         {"expect", {{"enum", {"hold", "fail"}}}},
         {"sweep_group", {{"type", "string"}}},
         {"sweep_point", {{"type", "object"}}},
-        {"weights", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
+        {"weights", {{"type", "object"}, {"additionalProperties", tensor_source_schema()}}},
+        {"weights_file", {{"type", "string"}}},
+        {"weights_prefix", {{"type", "string"}}},
+        {"weights_drawn", {{"type", "array"}, {"items", {{"type", "string"}}},
+                           {"description", "with weights_partial: the module tensors drawn from the seed"}}},
+        {"batch", {{"type", "integer"}, {"minimum", 1}, {"description", "samples of a batch input, each checked"}}},
         {"provenance",
          {{"type", "object"},
-          {"description", "tensor name -> {file, bytes, sha256} of the .npy loaded, or {drawn_from_seed}"},
+          {"description", "tensor name -> {file, bytes, sha256} of the .npy loaded (an .npz: of the archive, with "
+                          "entry and entry_sha256), or {drawn_from_seed}"},
           {"additionalProperties",
            {{"type", "object"},
             {"properties",
              {{"file", {{"type", "string"}}},
               {"bytes", {{"type", "integer"}, {"minimum", 0}}},
               {"sha256", {{"type", "string"}, {"pattern", "^[0-9a-f]{64}$"}}},
+              {"entry", {{"type", "string"}}},
+              {"entry_sha256", {{"type", "string"}, {"pattern", "^[0-9a-f]{64}$"}}},
               {"drawn_from_seed", {{"type", "integer"}}}}}}}}},
         {"status", {{"enum", {"pass", "fail", "error"}}}},
         {"verdict", {{"enum", verdict_names},

@@ -115,17 +115,36 @@ std::string first_non_finite(const Outcome& outcome, const std::vector<std::stri
 Verdict judge(const Case& c, const Outcome& outcome) {
   const ProofDef* proof = find_proof(c.proof);
   Verdict v;
-  const bool given = !c.tolerance.empty();
-  v.tolerance = given                                ? c.tolerance
+  // The comparison with an outside implementation's output (reference_*) is
+  // judged apart from the claim: it checks that the case describes the layer.
+  json claim_tolerance = json::object(), reference_tolerance = json::object();
+  for (const auto& [name, limit] : c.tolerance.items())
+    (name.rfind("reference_", 0) == 0 ? reference_tolerance : claim_tolerance)[name] = limit;
+  if (reference_tolerance.empty() && outcome.metrics.contains("reference_rel_l2"))
+    reference_tolerance["reference_rel_l2"] = dtype_tolerance(c.params.value("dtype", "float64"))["rel_l2"];
+  const bool given = !claim_tolerance.empty();
+  v.tolerance = given                                ? claim_tolerance
                 : !outcome.default_tolerance.empty() ? outcome.default_tolerance
                                                      : dtype_tolerance(c.params.value("dtype", "float64"));
   const std::string tail = distance_to_reference(outcome.metrics) + (outcome.message.empty() ? "" : ". " + outcome.message);
   const std::string non_finite = first_non_finite(outcome, proof ? error_metric_names(*proof) : std::vector<std::string>{},
-                                                  {&v.tolerance, &outcome.roundoff_tolerance});
+                                                  {&v.tolerance, &outcome.roundoff_tolerance, &reference_tolerance});
   if (!non_finite.empty()) {
     v.status = v.verdict = "error";
+    v.tolerance.update(reference_tolerance);
     v.message = "error: " + non_finite + ": a non-finite result neither holds nor fails" + tail;
     return v;
+  }
+  if (!reference_tolerance.empty()) {
+    const Comparison reference = compare_to(reference_tolerance, outcome.metrics, c.proof);
+    v.tolerance.update(reference_tolerance);
+    if (!reference.holds()) {
+      v.status = "fail";
+      v.verdict = "fails";
+      v.message = "fails: the proof's reference disagrees with the case's reference_output (" + reference.exceeded +
+                  "): the parameters do not describe the layer that produced it" + tail;
+      return v;
+    }
   }
 
   const Comparison against = compare_to(v.tolerance, outcome.metrics, c.proof);

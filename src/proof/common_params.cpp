@@ -91,4 +91,11 @@ ConvGeometry case_geometry(const Case& c) {
   return g;
 }
 
+std::vector<std::size_t> conv_output_shape(const ConvShape& shape, const ConvGeometry& g) {
+  const Padding& pad = g.padding;
+  return {shape.out_channels,
+          std::size_t(conv_output_size(shape.image[0], pad.top, pad.bottom, shape.kernel[0], g.stride[0], g.dilation[0])),
+          std::size_t(conv_output_size(shape.image[1], pad.left, pad.right, shape.kernel[1], g.stride[1], g.dilation[1]))};
+}
+
 }  // namespace attnconv

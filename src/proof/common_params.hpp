@@ -53,4 +53,8 @@ int case_groups(const Case& c, std::size_t in_channels, std::size_t out_channels
 // "same" padding needs stride 1 (as in PyTorch: ParamError).
 ConvGeometry case_geometry(const Case& c);
 
+// [C_out, H_out, W_out]: the shape of the convolution of `shape` with `g`
+// (a case's reference_output).
+std::vector<std::size_t> conv_output_shape(const ConvShape& shape, const ConvGeometry& g);
+
 }  // namespace attnconv

@@ -33,7 +33,7 @@ ConvCaseParams parse_conv_case(const Case& c) {
   p.dtype = case_dtype(c);
   p.seed = case_seed(c);
   check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
-  check_tensor_names(c, {"input", "conv_weight", "conv_bias"});
+  check_tensor_names(c, {"input", "conv_weight", "conv_bias", "reference_output"});
   if (c.weights.contains("conv_bias") && !p.bias)
     throw ParamError("bias", "weights.conv_bias is given but \"bias\" is false");
   return p;
@@ -44,6 +44,7 @@ TensorShapes conv_case_tensor_shapes(const ConvCaseParams& p) {
   const auto w = p.shape.weight();
   TensorShapes out{{"input", {x.begin(), x.end()}}, {"conv_weight", {w.begin(), w.end()}}};
   if (p.bias) out["conv_bias"] = {p.shape.out_channels};
+  out["reference_output"] = conv_output_shape(p.shape, p.geometry);
   return out;
 }
 

@@ -48,6 +48,8 @@ template <class Params> struct ProofSpec {
   std::function<double(const Params&)> memory_estimate = {};
   // The tensors a case may load from .npy (see ProofDef). May be empty.
   std::function<TensorShapes(const Params&)> expected_tensors = {};
+  // The parameters the loaded tensors determine (see ProofDef). May be empty.
+  std::function<json(const Case&, const Params&)> loaded_params = {};
   // The figures of a case from its reported metrics (see ProofDef). May be empty.
   std::function<std::vector<FigureData>(const Case&, const Params&, const json& metrics)> figures = {};
   bool figures_per_case = false;  // see ProofDef
@@ -73,6 +75,8 @@ template <class Params> ProofDef make_proof(ProofSpec<Params> spec) {
     def.memory_estimate = [parse, f = spec.memory_estimate](const Case& c) { return f(parse(c)); };
   if (spec.expected_tensors)
     def.expected_tensors = [parse, f = spec.expected_tensors](const Case& c) { return f(parse(c)); };
+  if (spec.loaded_params)
+    def.loaded_params = [parse, f = spec.loaded_params](const Case& c) { return f(c, parse(c)); };
   if (spec.figures)
     def.figures = [parse, f = spec.figures](const Case& c, const json& metrics) { return f(c, parse(c), metrics); };
   def.figures_per_case = spec.figures_per_case;
