@@ -2,8 +2,6 @@
 // and the loader (harness/npy_check), which must agree: both accept it (with
 // the same shape and values), or both refuse it with the same message. Any
 // other outcome, a crash or a sanitizer report is a bug.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -12,19 +10,9 @@
 #include <string>
 
 #include "harness/npy_check.hpp"
+#include "scratch_file.hpp"
 
 namespace {
-
-// One scratch file per fuzzing process, rewritten for every input, removed at exit.
-struct ScratchFile {
-  ScratchFile() {
-    const int fd = ::mkstemp(path.data());
-    if (fd < 0) std::abort();
-    ::close(fd);
-  }
-  ~ScratchFile() { ::unlink(path.c_str()); }
-  std::string path = "/tmp/attnconv-fuzz-npy-XXXXXX";
-};
 
 template <class T> void check_agree(const std::string& path, const char* descr) {
   const attnconv::NpyCheck check = attnconv::check_npy_file(path, descr, std::nullopt);
@@ -40,9 +28,9 @@ template <class T> void check_agree(const std::string& path, const char* descr) 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const ScratchFile scratch;
+  static const attnconv::fuzz::ScratchFile scratch("npy");
+  scratch.write(data, size);
   const std::string& path = scratch.path;
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), std::streamsize(size));
   check_agree<double>(path, "<f8");
   check_agree<float>(path, "<f4");
   return 0;

@@ -91,6 +91,25 @@ TEST_CASE("an .npz state_dict under a prefix: batch, reference_output, provenanc
   CHECK(m1["provenance"]["dep_conv.weight"]["entry"] == "stage.0.dep_conv.weight");
 }
 
+TEST_CASE("a batch of sequences (N, C, L) for the 1D theorem", "[state_dict]") {
+  const ScratchDir dir("state_dict_1d");
+  const json c = {{"name", "t1d"},
+                  {"proof", "cordonnier2020.theorem1_1d"},
+                  {"params", {{"length", 9}, {"kernel", 3}, {"in_channels", 2}, {"out_channels", 3}, {"heads", 3},
+                              {"head_dim", 3}, {"padding", 2}, {"dilation", 2}}},
+                  {"weights", fixtures + "conv1d.npz"}};
+  const Run run = run_cases(dir, {c});
+  INFO(run.result.output);
+  REQUIRE(run.result.code == 0);
+  CHECK(run.report["cases"][0]["batch"] == 3);
+  CHECK(run.report["cases"][0]["metrics"]["max_abs_per_sample"].size() == 3);
+  CHECK(run.report["cases"][0]["metrics"]["reference_rel_l2"].get<double>() < 1e-14);
+  // A tolerance on the reference needs one.
+  const Run refused = run_cases(dir, {patched(small_theorem1_case(), {{"tolerance", {{"reference_rel_l2", 1e-9}}}})});
+  CHECK(refused.result.code == 2);
+  CHECK(refused.result.output.find("key 'tolerance.reference_rel_l2': the case gives no reference_output") != std::string::npos);
+}
+
 TEST_CASE("the .npz reader: entries, deflate, and a corrupt archive refused", "[state_dict][npz]") {
   const auto entries = attnconv::read_npz_directory(fixtures + "net_compressed.npz");
   CHECK(std::count_if(entries.begin(), entries.end(), [](const auto& e) { return e.method == 8; }) > 0);
@@ -166,6 +185,16 @@ TEST_CASE("no silent defaults: a module loaded in part, a wrong prefix, contradi
     CHECK(run.report["cases"][0]["params"]["dep_init"] == "shift");
     CHECK(run.report["cases"][0]["params"]["rates"] == json::array({0.25, 0.75}));
   }
+  // Without rate1 and rate2 the defaults 0.5, 0.5 would be used silently.
+  json no_rates = acmix;
+  no_rates.erase("weights_partial");
+  no_rates["weights"].erase("rate1");
+  no_rates["weights"].erase("rate2");
+  no_rates["weights"]["dep_conv.weight"] = {{"file", fixtures + "acmix.npz"}, {"entry", "stage.0.dep_conv.weight"}};
+  refused(no_rates, {"key 'weights'", "but not rate1, rate2", "\"weights_partial\": true"});
+  // A stride the layer did not have: its output has another shape.
+  refused(patched(theorem1_conv1(), {{"params", {{"stride", 1}}}}),
+          {"key 'weights.reference_output'", "has shape (2, 4, 4, 4), expected (2, 4, 7, 8)"});
   // A params value that contradicts the loaded tensors.
   refused(patched(acmix_stage0(), {{"params", {{"rates", {0.5, 0.5}}}}}),
           {"key 'params.rates'", "[0.5,0.5] contradicts the loaded tensors, which give [0.25,0.75]"});
@@ -178,6 +207,8 @@ TEST_CASE("no silent defaults: a module loaded in part, a wrong prefix, contradi
                                                                                  {"reference_output", {{"file", fixtures + "net.npz"}, {"entry", "layer1.0.conv1.weight"}}}}}}),
           {"key 'weights.reference_output'", "expected (2, 4, 4, 4)"});
   refused(patched(small_theorem1_case(), {{"weights_prefix", "a."}}), {"key 'weights_prefix'", "needs \"weights\""});
+  refused(patched(conv2, {{"weights", {{"conv_weight", {{"entry", "layer1.0.conv2.weigth"}}}}}}),
+          {"key 'weights.conv_weight'", "has no entry 'layer1.0.conv2.weigth' (did you mean 'layer1.0.conv2.weight'?)"});
 }
 
 TEST_CASE("a reference_output the parameters do not reproduce fails the case", "[state_dict]") {
@@ -190,6 +221,11 @@ TEST_CASE("a reference_output the parameters do not reproduce fails the case", "
   CHECK(c["status"] == "fail");
   CHECK(c["metrics"]["reference_rel_l2"].get<double>() > 1e-3);
   CHECK(c["message"].get<std::string>().find("disagrees with the case's reference_output") != std::string::npos);
+  // ACmix with another attention window: every tensor fits, the module output does not.
+  const Run acmix = run_cases(dir, {patched(acmix_stage0(), {{"params", {{"kernel_att", 5}}}})});
+  INFO(acmix.result.output);
+  CHECK(acmix.result.code == 1);
+  CHECK(acmix.report["cases"][0]["metrics"]["reference_rel_l2"].get<double>() > 1e-3);
 }
 
 TEST_CASE("attnconv --version prints the version and commit of the report's tool section", "[state_dict][cli]") {

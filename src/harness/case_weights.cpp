@@ -193,6 +193,9 @@ void check_weights(Case& c, const ProofDef& proof, WeightsMemo& memo) {
     }
   }
 
+  for (const auto& [metric, limit] : c.tolerance.items())
+    if (metric.rfind("reference_", 0) == 0 && !c.weights.contains("reference_output"))
+      throw InputError(where("tolerance." + metric) + "the case gives no reference_output to compare with");
   for (const auto& name : names)
     if (!c.weights.contains(name) && name != "reference_output" && c.params.contains("seed"))
       c.provenance[name] = {{"drawn_from_seed", c.params["seed"]}};
@@ -255,16 +258,15 @@ void check_weights(Case& c, const ProofDef& proof, WeightsMemo& memo) {
       provenance["bytes"] = it->second.digest.bytes;
       provenance["sha256"] = it->second.digest.sha256;
     } else {
-      const std::string path = source_path(c.file, source);
-      auto digest = memo.digests.find(path);
-      if (digest == memo.digests.end()) try {
-          digest = memo.digests.emplace(path, file_digest(path)).first;
-        } catch (const std::runtime_error& e) {
-          throw InputError(where("weights." + key) + e.what());
-        }
+      FileDigest digest;
+      try {
+        digest = cached_file_digest(source_path(c.file, source));
+      } catch (const std::runtime_error& e) {
+        throw InputError(where("weights." + key) + e.what());
+      }
       provenance["entry"] = source.entry;
-      provenance["bytes"] = digest->second.bytes;
-      provenance["sha256"] = digest->second.sha256;
+      provenance["bytes"] = digest.bytes;
+      provenance["sha256"] = digest.sha256;
       provenance["entry_sha256"] = it->second.entry_sha256;
     }
     c.provenance[key] = provenance;

@@ -33,7 +33,6 @@ void read_weights_keys(const json& object, Case& c, const std::string& where);
 struct WeightsMemo {
   std::map<std::string, std::vector<std::string>> npz_names;  // .npz path -> its entries
   std::map<std::string, SourceCheck> checks;                  // source|dtype -> its check
-  std::map<std::string, FileDigest> digests;                  // .npz path -> the archive's digest
 };
 
 // The .npz form: fills c.weights with every entry under c.weights_prefix (and

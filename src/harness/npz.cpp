@@ -21,6 +21,7 @@ namespace {
 // million values); an archive may hold many of them.
 constexpr std::uint64_t max_entry_bytes = std::uint64_t(2) << 30;
 constexpr std::size_t max_entries = 1 << 20;
+constexpr std::uint64_t max_directory_bytes = std::uint64_t(256) << 20;
 constexpr std::size_t end_record_size = 22;
 constexpr std::size_t max_comment = 0xFFFF;
 
@@ -105,6 +106,7 @@ std::vector<NpzEntry> read_npz_directory(const std::string& path) {
     count = little_endian(r + 32, 8), directory_size = little_endian(r + 40, 8), directory_offset = little_endian(r + 48, 8);
   }
   if (count > max_entries) throw corrupt("more than " + std::to_string(max_entries) + " entries");
+  if (directory_size > max_directory_bytes) throw corrupt("a central directory of more than 256 MiB");
   const std::string directory = read_at(stream, directory_offset, directory_size, file_size, "the central directory");
   const auto* d = reinterpret_cast<const unsigned char*>(directory.data());
 

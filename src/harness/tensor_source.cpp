@@ -4,9 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 #include "harness/npz.hpp"
+#include "harness/params.hpp"
 #include "harness/quote.hpp"
 #include "harness/sha256.hpp"
 
@@ -32,7 +35,9 @@ std::string npz_entry_bytes(const std::string& path, const std::string& name) {
       } catch (const std::runtime_error& e) {
         throw std::runtime_error(shown + " " + e.what());
       }
-  throw std::runtime_error(shown + " has no entry '" + clip(name) + "'");
+  const std::string best = closest(name, npz_names(entries));
+  throw std::runtime_error(shown + " has no entry '" + clip(name) + "'" +
+                           (best.empty() ? "" : " (did you mean '" + clip(best) + "'?)"));
 }
 
 std::string entry_label(const std::string& path, const std::string& entry) {
@@ -57,6 +62,20 @@ json to_json(const TensorSource& source) {
 
 std::string source_path(const std::string& case_file, const TensorSource& source) {
   return (fs::path(case_file).parent_path() / source.file).string();
+}
+
+FileDigest cached_file_digest(const std::string& path) {
+  // Keyed by the file's identity as stat gives it: a file rewritten meanwhile is hashed again.
+  std::error_code error;
+  const auto size = fs::file_size(path, error);
+  const auto time = fs::last_write_time(path, error).time_since_epoch().count();
+  const std::string key = fs::weakly_canonical(fs::absolute(path), error).string() + "|" + std::to_string(size) + "|" +
+                          std::to_string(time);
+  static std::mutex mutex;
+  static std::map<std::string, FileDigest> digests;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto found = digests.find(key); found != digests.end()) return found->second;
+  return digests.emplace(key, file_digest(path)).first->second;
 }
 
 FileDigest file_digest(const std::string& path) {
