@@ -28,7 +28,8 @@ the crop moves the image border, so the padded border of the cropped layer
 differs from the full layer's output at the same place.
 
 Any other convolution module (nn.Conv3d, nn.ConvTranspose*, ...) has no proof
-to check it: it is listed under "not_expressible" in the returned summary and
+to check it, and a convolution the forward pass did not call has no
+activation: each is listed under "not_expressible" in the returned summary and
 in `out_dir/export.json`, with a warning, never silently skipped.
 """
 import copy
@@ -101,6 +102,11 @@ def _record_calls(model, example_input):
     finally:
         for h in hooks:
             h.remove()
+    called = {id(module) for _, module, _, _ in calls}
+    for module_name, module in model.named_modules():
+        if isinstance(module, (nn.Conv1d, nn.Conv2d)) and id(module) not in called:
+            not_expressible.append({"name": module_name or "model", "type": type(module).__name__,
+                                    "reason": "the forward pass on example_input did not call it"})
     return calls, not_expressible
 
 

@@ -45,6 +45,7 @@ class EveryVariant(nn.Module):
             nn.Conv2d(8, 4, (2, 3), stride=2, padding=(0, 1)),                     # even kernel, stride
             nn.Conv2d(4, 3, 1, padding="valid", bias=False))
         self.up = nn.ConvTranspose2d(3, 3, 2, stride=2)                             # no proof for it
+        self.unused = nn.Conv2d(3, 3, 1)                                            # never called
         self.sequence = nn.Sequential(
             nn.Conv1d(3, 4, 3, padding="same", padding_mode="reflect"),
             nn.Conv1d(4, 4, 3, stride=2, dilation=2, padding=2, groups=2, padding_mode="circular"),
@@ -82,10 +83,12 @@ model = EveryVariant()
 x = torch.randn(2, 3, 8, 16)
 out = os.path.join(work, "every_variant")
 summary, caught = run_export(model, x, out)
-conv_layers = [m for m in model.modules() if isinstance(m, (nn.Conv1d, nn.Conv2d))]
+conv_layers = [m for m in model.modules() if isinstance(m, (nn.Conv1d, nn.Conv2d)) and m is not model.unused]
 check(len(summary["layers"]) == len(conv_layers), f"{len(summary['layers'])} layers exported of {len(conv_layers)}")
-check([e["name"] for e in summary["not_expressible"]] == ["up"], f"not_expressible: {summary['not_expressible']}")
+check([e["name"] for e in summary["not_expressible"]] == ["up", "unused"],
+      f"not_expressible: {summary['not_expressible']}")
 check(any("up (ConvTranspose2d) is not exported" in w for w in caught), f"no warning for 'up': {caught}")
+check(any("unused (Conv2d) is not exported: the forward pass" in w for w in caught), f"no warning for 'unused': {caught}")
 
 # The case file against the generated schema and the layer's own geometry.
 schema = json.loads(attnconv("schema", "cases").stdout)
@@ -177,7 +180,8 @@ def mobilenet_check():
     reported = check_run(mb, 2 * len(summary["layers"]), 1e-4)
     worst = {key: max((c["metrics"].get(key, 0) for c in reported), default=float("nan"))
              for key in ("reference_max_abs", "reference_rel_l2", "max_abs")}
-    print(f"mobilenet-style (float32, batch 1, 224 x 224, max_pixels 4096): {len(summary['layers'])} layers, {len(reported)} cases, "
+    print(f"mobilenet-style (float32, batch 1, 224 x 224, max_pixels 4096): {len(summary['layers'])} layers, "
+          f"{len(reported)} cases, "
           f"worst against PyTorch: max_abs {worst['reference_max_abs']:.2e}, rel_l2 {worst['reference_rel_l2']:.2e}; "
           f"worst claim max_abs {worst['max_abs']:.2e}; export {exported - start:.1f} s, "
           f"attnconv run {time.time() - exported:.1f} s")
