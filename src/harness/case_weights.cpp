@@ -25,6 +25,12 @@ std::string quoted_list(const std::vector<std::string>& words, std::size_t most 
   return list.empty() ? "none" : list;
 }
 
+std::string joined(const std::vector<std::string>& words) {
+  std::string list;
+  for (const auto& word : words) list += (list.empty() ? "" : ", ") + word;
+  return list.empty() ? "none" : list;
+}
+
 // The (at most) three names of `names` nearest to `word` by edit distance.
 std::vector<std::string> nearest(const std::string& word, const std::vector<std::string>& names) {
   std::vector<std::pair<std::size_t, std::string>> ranked;
@@ -180,11 +186,7 @@ void check_weights(Case& c, const ProofDef& proof, WeightsMemo& memo) {
           throw InputError(where(c.weights_prefix.empty() ? "weights" : "weights_prefix") + "none of the tensors of " +
                            c.proof + " is under the prefix '" + clip(c.weights_prefix) + "': " + message);
       } else {
-        std::string lacking;
-        for (const auto& name : missing) lacking += (lacking.empty() ? "" : ", ") + name;
-        std::string given;
-        for (const auto& name : loaded) given += (given.empty() ? "" : ", ") + name;
-        message = "loads " + given + " but not " + lacking;
+        message = "loads " + joined(loaded) + " but not " + joined(missing);
       }
       const bool bias_only = missing.size() == 1 && missing[0] == "conv_bias";
       throw InputError(where("weights") + message + ": the module is loaded in part; name every tensor of it, or set " +
@@ -210,17 +212,12 @@ void check_weights(Case& c, const ProofDef& proof, WeightsMemo& memo) {
     if (key != "input") keys.push_back(key);
   for (const std::string& key : keys) {
     const json& value = c.weights[key];
-    if (proof.expected_tensors && !expected.count(key))
+    if (proof.expected_tensors && !expected.count(key)) {
+      const std::string best = closest(key, names);
       throw InputError(where("weights." + key) + "proof " + c.proof + " loads no tensor named '" + clip(key) + "'" +
-                       [&] {
-                         const std::string best = closest(key, names);
-                         return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
-                       }() +
-                       "; with these parameters it loads: " + (names.empty() ? std::string("none") : [&] {
-                         std::string list;
-                         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-                         return list;
-                       }()));
+                       (best.empty() ? "" : " (did you mean '" + best + "'?)") + "; with these parameters it loads: " +
+                       joined(names));
+    }
     const TensorSource source = tensor_source(value);
     std::optional<std::vector<std::size_t>> shape;
     if (proof.expected_tensors) shape = expected.at(key);

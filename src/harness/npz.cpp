@@ -137,6 +137,10 @@ std::vector<NpzEntry> read_npz_directory(const std::string& path) {
                                "; only stored (numpy.savez) and deflated (numpy.savez_compressed) entries are read");
     if (e.size > max_entry_bytes || e.compressed_size > max_entry_bytes)
       throw std::runtime_error("holds entry '" + e.name + "' of more than 2 GiB");
+    // Deflate expands at most 1032:1 (zlib's technical details): a larger claim is corrupt, and is not allocated.
+    if (e.method == 8 && e.size > e.compressed_size * 1032 + 1024)
+      throw corrupt("entry '" + e.name + "' claims " + std::to_string(e.size) + " bytes from " +
+                    std::to_string(e.compressed_size) + " deflated, more than deflate can expand to");
     if (!names.insert(e.name).second) throw corrupt("entry '" + e.name + "' appears twice");
     entries.push_back(std::move(e));
     at += 46 + name_length + extra_length + comment_length;
