@@ -130,7 +130,9 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
                  {"actual", xt::xarray<T>(module.convolution)},
                  {"attention_out", xt::xarray<T>(module.attention)},
                  {"conv_out", xt::xarray<T>(module.convolution)},
-                 {"output", xt::xarray<T>(module.output)}};
+                 {"output", xt::xarray<T>(module.output)},
+                 {"conv_weight", xt::xarray<T>(eq.weight)},
+                 {"conv_bias", xt::xarray<T>(eq.bias)}};
   out.reference_tensor = "output";
   for (auto& [key, tensor] : acmix_state_dict(w)) out.tensors.push_back({key, std::move(tensor)});
   return out;

@@ -60,7 +60,7 @@ TEST_CASE("bad ACmix parameters are errors naming the key", "[acmix_proofs]") {
   CHECK_THAT(error_of(p, {{"conv2.bias", "b.npy"}}), Catch::Contains("params.projection_bias"));
 }
 
-TEST_CASE("acmix2022.module dumps the paths and every parameter under its state_dict name", "[acmix_proofs]") {
+TEST_CASE("acmix2022.module dumps the paths, the derived kernel of [x; 1] and every parameter under its state_dict name", "[acmix_proofs]") {
   const auto cases = expand_case({{"name", "dump-check"},
                                   {"proof", "acmix2022.module"},
                                   {"params", {{"image", {7, 9}}, {"in_channels", 4}, {"out_channels", 6}, {"heads", 2},
@@ -77,7 +77,7 @@ TEST_CASE("acmix2022.module dumps the paths and every parameter under its state_
       {"rate1", {1}},                 {"rate2", {1}},                  {"conv1.weight", {6, 4, 1, 1}},
       {"conv1.bias", {6}},            {"conv2.weight", {6, 4, 1, 1}},  {"conv3.bias", {6}},
       {"conv_p.weight", {3, 2, 1, 1}}, {"conv_p.bias", {3}},           {"fc.weight", {25, 6, 1, 1}},
-      {"dep_conv.weight", {6, 25, 5, 5}}};
+      {"dep_conv.weight", {6, 25, 5, 5}}, {"conv_weight", {6, 5, 5, 5}}, {"conv_bias", {6}}};
   for (const auto& [name, shape] : want) {
     INFO(name);
     const auto array = xt::load_npy<double>(dir + name + ".npy");
