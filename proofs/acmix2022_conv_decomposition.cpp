@@ -50,6 +50,7 @@ const bool registered = register_proof(make_proof<ConvCaseParams>({
           {.name = "padding_resolved", .type = "array", .help = "[top, bottom, left, right]"},
           {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
       }),
+    .memory_estimate = conv_case_memory_estimate,
     .expected_tensors = conv_case_tensor_shapes,
 }));
 

@@ -79,6 +79,7 @@ const bool registered = register_proof(make_proof<ConvCaseParams>({
           {.name = "depthwise_shift_multiply_adds", .type = "integer", .help = "multiply-adds of the depthwise shifts"},
           {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
       }),
+    .memory_estimate = conv_case_memory_estimate,
     .expected_tensors = conv_case_tensor_shapes,
 }));
 

@@ -7,6 +7,7 @@
 
 #include "harness/case_loader.hpp"
 #include "harness/errors.hpp"
+#include "harness/resources.hpp"
 #include "harness/runner.hpp"
 
 using namespace attnconv;
@@ -85,4 +86,18 @@ TEST_CASE("acmix2022.module dumps the paths, the derived kernel of [x; 1] and ev
   }
   CHECK_FALSE(std::filesystem::exists(dir + "dep_conv.bias.npy"));  // the reference has none
   std::filesystem::remove_all(options.dump_dir);
+}
+
+TEST_CASE("a decomposition case's memory estimate is linear in the pixels (a 224x224 layer fits)", "[acmix_proofs]") {
+  const auto estimate = [](int side) {
+    const json object = {{"name", "big"},
+                         {"proof", "acmix2022.conv_decomposition"},
+                         {"params", {{"image", {side, side}}, {"kernel", 3}, {"in_channels", 32}, {"out_channels", 32}, {"padding", 1}}}};
+    return case_memory_estimate(expand_case(object, "cases/x.json", 0).at(0));
+  };
+  const double small = estimate(224), large = estimate(448);
+  // 3 C_in + 2 C_out padded planes and 6 C_out output planes of 8 bytes: ~130 MiB above the 64 MiB base at 224^2.
+  CHECK(small < 256.0 * 1024 * 1024);
+  CHECK(large - 64.0 * 1024 * 1024 < 4.1 * (small - 64.0 * 1024 * 1024));
+  CHECK(large - 64.0 * 1024 * 1024 > 3.9 * (small - 64.0 * 1024 * 1024));
 }

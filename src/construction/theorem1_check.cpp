@@ -31,14 +31,28 @@ FiniteAlphaBound construction_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
                             precision_lambda_min(options, kernel[0] * kernel[1]));
 }
 
+namespace {
+
+// The two sides before the MHSA runs: the convolution, its dense kernel (a
+// grouped kernel's block-diagonal slices, docs/design.md "Groups") and the
+// construction's layer.
 template <class T>
-Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
-                                const ConvGeometry& g, const Theorem1Options& options, const MhsaEngine<T>& engine) {
-  const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
+Theorem1Check<T> convolution_and_layer(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
+                                       const ConvGeometry& g, const Theorem1Options& options) {
   Theorem1Check<T> out;
   out.expected = conv2d_gemm(x, w_conv, bias, g);
   out.dense_weight = dense_kernel(w_conv, g.groups);
   out.layer = theorem1_layer(out.dense_weight, bias, options);
+  return out;
+}
+
+}  // namespace
+
+template <class T>
+Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
+                                const ConvGeometry& g, const Theorem1Options& options, const MhsaEngine<T>& engine) {
+  const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
+  Theorem1Check<T> out = convolution_and_layer(x, w_conv, bias, g, options);
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   out.actual = align_to_convolution(mhsa_image(out.layer, xpad, engine), kernel, g,
                                     {int(out.expected.shape(1)), int(out.expected.shape(2))});
@@ -62,10 +76,7 @@ Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, cons
                                 const ConvGeometry& g, const Theorem1Options& options,
                                 const MhsaGridEngine<T>& engine) {
   const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
-  Theorem1Check<T> out;
-  out.expected = conv2d_gemm(x, w_conv, bias, g);
-  out.dense_weight = dense_kernel(w_conv, g.groups);
-  out.layer = theorem1_layer(out.dense_weight, bias, options);
+  Theorem1Check<T> out = convolution_and_layer(x, w_conv, bias, g, options);
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   const Matrix<T> tokens = image_to_tokens(xpad);
   const QueryGrid queries = convolution_queries(kernel, g, {int(out.expected.shape(1)), int(out.expected.shape(2))});

@@ -27,6 +27,12 @@ std::vector<ParamSpec> conv_case_params();
 ConvCaseParams parse_conv_case(const Case& c);
 // The tensors a case may load from .npy: input, conv_weight, conv_bias (with bias).
 TensorShapes conv_case_tensor_shapes(const ConvCaseParams& p);
+// Bytes at the peak of a decomposition check (one sample): the input, its
+// padded copy and the convolution's, one 1x1 convolution's output on the padded
+// grid and its shifted copy, the running sum, the convolution and the dump
+// copies, plus 64 MiB for the process. Linear in the pixels, unlike the
+// harness's default for attention proofs.
+double conv_case_memory_estimate(const ConvCaseParams& p);
 
 template <class T> struct ConvCase {
   Image<T> input;
