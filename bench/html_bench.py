@@ -3,10 +3,11 @@
 and sort time in headless chromium (tests/scripts/browser.py) of
   - the page of the whole suite (`run cases --html`), whose screenshot, with a
     case opened, is written to docs/figures/report-html.png with --screenshot;
-  - the page of a 10 000-case report: every case of cases/ swept over 61 seeds.
+  - the page of a report of at least 10 000 cases: every case of cases/ swept
+    over enough seeds (skipped with --suite-only).
 Not a test: it takes a few minutes (the 10 000 cases run).
 
-Usage: bench/html_bench.py ATTNCONV_BINARY WORK_DIR [--screenshot PNG]
+Usage: bench/html_bench.py ATTNCONV_BINARY WORK_DIR [--screenshot PNG] [--suite-only]
 """
 import json
 import os
@@ -68,18 +69,34 @@ try:
         print(f"screenshot: {screenshot}, {os.path.getsize(screenshot) / 1e3:.0f} kB")
 finally:
     driver.quit()
+if "--suite-only" in sys.argv:
+    sys.exit(0)
 
-# 10 000 cases: every case of the suite over 61 seeds (its .npy files named by absolute path).
+# At least 10 000 cases: every case of the suite over enough seeds (its tensor
+# files named by absolute path, in each of the "weights" forms).
 big = os.path.join(work, "cases10k")
 os.makedirs(big)
 cases_dir = os.path.abspath(os.path.join(source, "cases"))
+seeds = -(-10000 // count)
+
+
+def absolute(weights):
+    if isinstance(weights, str):
+        return os.path.join(cases_dir, weights)
+    out = {}
+    for k, v in weights.items():
+        out[k] = os.path.join(cases_dir, v) if isinstance(v, str) else dict(v, file=os.path.join(cases_dir, v["file"]))
+    return out
+
+
 for name in sorted(os.listdir(cases_dir)):
     if name.endswith(".json") and name != "schema.json":
         with open(os.path.join(cases_dir, name)) as f:
             data = json.load(f)
         for c in data["cases"]:
-            c.setdefault("sweep", {})["seed"] = list(range(1, 62))
-            c["weights"] = {k: os.path.join(cases_dir, v) for k, v in c.get("weights", {}).items()}
+            c.setdefault("sweep", {})["seed"] = list(range(1, seeds + 1))
+            if "weights" in c:
+                c["weights"] = absolute(c["weights"])
         with open(os.path.join(big, name), "w") as f:
             json.dump(data, f)
 count, seconds = run("cases10k", os.path.join(work, "big"), work)
