@@ -85,9 +85,17 @@ def _record_calls(model, example_input):
     """[(module name, module, input, output)] of every Conv1d/Conv2d call, in call order."""
     calls, hooks, not_expressible = [], [], []
 
+    altered = {}
+
     def hook_of(module_name):
         def hook(module, inputs, output):
-            calls.append((module_name, module, inputs[0].detach(), output.detach()))
+            # A subclass may pad, rescale or quantise in its own forward (timm's Conv2dSame,
+            # StdConv2d, QAT convolutions): its parameters then do not describe what it computes.
+            if not torch.equal(module._conv_forward(inputs[0], module.weight, module.bias), output):
+                altered[id(module)] = (module_name, type(module).__name__)
+                return
+            # Copies: a later in-place operation (ReLU(inplace=True)) must not rewrite what was recorded.
+            calls.append((module_name, module, inputs[0].detach().clone(), output.detach().clone()))
         return hook
 
     for module_name, module in model.named_modules():
@@ -102,7 +110,11 @@ def _record_calls(model, example_input):
     finally:
         for h in hooks:
             h.remove()
-    called = {id(module) for _, module, _, _ in calls}
+    for module_name, type_name in altered.values():
+        not_expressible.append({"name": module_name or "model", "type": type_name,
+                                "reason": "its forward is not the convolution of its own weight, bias, stride, "
+                                          "padding, dilation and groups (a subclass with its own forward)"})
+    called = {id(module) for _, module, _, _ in calls} | set(altered)
     for module_name, module in model.named_modules():
         if isinstance(module, (nn.Conv1d, nn.Conv2d)) and id(module) not in called:
             not_expressible.append({"name": module_name or "model", "type": type(module).__name__,

@@ -9,6 +9,8 @@
 
 #include "construction/absolute_encoding.hpp"
 #include "construction/theorem1.hpp"
+#include "harness/case_loader.hpp"
+#include "harness/runner.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/dense_engine.hpp"
 #include "ops/padding.hpp"
@@ -16,6 +18,7 @@
 #include "tensor/random.hpp"
 
 using namespace attnconv;
+using nlohmann::json;
 
 namespace {
 
@@ -125,4 +128,22 @@ TEST_CASE("the absolute encoding's round-off grows with the image, the scores be
   INFO("6 x 6: " << small << ", 30 x 30: " << large);
   CHECK(small > 0);
   CHECK(large > 4 * small);  // (32 / 8)^2 = 16 in score size
+}
+
+TEST_CASE("a layer off by its finite-alpha leak is not 'holds to round-off', however large the score round-off",
+          "[absolute_encoding]") {
+  // float32, alpha 3.3, 64 x 64: the absolute scores' round-off allowance (~1.9) exceeds the error (~1.1),
+  // which is the leak at this alpha (the relative construction is as far off).
+  const json object = {{"name", "leak"},
+                       {"proof", "cordonnier2020.absolute_encoding"},
+                       {"params", {{"image", {64, 64}}, {"kernel", 3}, {"in_channels", 3}, {"out_channels", 3},
+                                   {"heads", 9}, {"head_dim", 3}, {"padding", 1}, {"alpha", 3.3},
+                                   {"dtype", "float32"}, {"seed", 174}}}};
+  const json result = run_case(expand_case(object, "cases/x.json", 0).at(0), RunOptions{});
+  const json& m = result["metrics"];
+  INFO(result.dump());
+  REQUIRE(m["max_abs"].get<double>() <= m["roundoff_allowance"].get<double>());  // the trap this guards
+  CHECK(m["relative_max_abs"].get<double>() > 0.1);
+  CHECK(result["status"] == "pass");
+  CHECK(result["verdict"] == "bound holds");
 }

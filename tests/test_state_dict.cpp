@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <xtensor/xnpy.hpp>
+#include <xtensor/xview.hpp>
 
 #include "cli_support.hpp"
 #include "harness/npy_check.hpp"
@@ -192,6 +194,9 @@ TEST_CASE("no silent defaults: a module loaded in part, a wrong prefix, contradi
   no_rates["weights"].erase("rate2");
   no_rates["weights"]["dep_conv.weight"] = {{"file", fixtures + "acmix.npz"}, {"entry", "stage.0.dep_conv.weight"}};
   refused(no_rates, {"key 'weights'", "but not rate1, rate2", "\"weights_partial\": true"});
+  // "bias": false for a layer whose bias is in the state_dict: checking it without would check another layer.
+  refused(patched(theorem1_conv1(), {{"params", {{"bias", false}}}}),
+          {"case 't1'", "key 'params.bias'", "\"layer1.0.conv1.bias\"", "set \"bias\": true"});
   // A stride the layer did not have: its output has another shape.
   refused(patched(theorem1_conv1(), {{"params", {{"stride", 1}}}}),
           {"key 'weights.reference_output'", "has shape (2, 4, 4, 4), expected (2, 4, 7, 8)"});
@@ -233,4 +238,29 @@ TEST_CASE("attnconv --version prints the version and commit of the report's tool
   CHECK(result.code == 0);
   CHECK(result.output.rfind("attnconv ", 0) == 0);
   CHECK(result.output.find("(git ") != std::string::npos);
+}
+
+TEST_CASE("a batch reports its worst reference distance, whichever sample is worst by the claim", "[state_dict]") {
+  const ScratchDir dir("state_dict_batch_reference");
+  // Sample 1's reference output moved by 1e-5 relative (within a tolerance of 1e-3, so every sample passes);
+  // the claim's max_abs ties, so sample 0 is the worst by the claim.
+  const std::string npz = fixtures + "net.npz";
+  for (const auto& entry : attnconv::read_npz_directory(npz))
+    if (entry.name == "reference_output") write_text(dir.path / "reference.npy", attnconv::read_npz_entry(npz, entry));
+  xt::xarray<double> reference = xt::load_npy<double>((dir.path / "reference.npy").string());
+  xt::view(reference, 1) *= 1 + 1e-5;
+  xt::dump_npy((dir.path / "moved.npy").string(), reference);
+  json c = theorem1_conv1();
+  c.erase("weights_prefix");
+  c["weights"] = {{"input", {{"file", npz}, {"entry", "input"}}},
+                  {"conv_weight", {{"file", npz}, {"entry", "layer1.0.conv1.weight"}}},
+                  {"conv_bias", {{"file", npz}, {"entry", "layer1.0.conv1.bias"}}},
+                  {"reference_output", (dir.path / "moved.npy").string()}};
+  c["tolerance"] = {{"reference_rel_l2", 1e-3}};
+  const Run run = run_cases(dir, {c});
+  INFO(run.result.output);
+  REQUIRE(run.result.code == 0);
+  const json& m = run.report["cases"][0]["metrics"];
+  CHECK(m["reference_rel_l2"].get<double>() > 5e-6);  // sample 1's, not sample 0's ~1e-16
+  CHECK(m["reference_rel_l2"].get<double>() < 2e-5);
 }

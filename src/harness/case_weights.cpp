@@ -161,6 +161,10 @@ void check_weights(Case& c, const ProofDef& proof, WeightsMemo& memo) {
       else if (key == "reference_output")
         throw InputError(where("weights") + clip(npz_path, PATH_MAX) + " holds a reference_output, but proof " + c.proof +
                          " compares no reference output");
+      else if (key == "conv_bias" && expected.count("conv_weight"))
+        // The convolution's bias is in the file, but the case says it has none: dropping it would check another layer.
+        throw InputError(where("params.bias") + clip(npz_path, PATH_MAX) + " holds the layer's bias " +
+                         quote(c.weights_prefix + "bias") + ", but the case has \"bias\": false; set \"bias\": true");
     c.weights = kept;
   }
 

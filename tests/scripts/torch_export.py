@@ -33,12 +33,18 @@ torch.set_default_dtype(torch.float64)
 torch.manual_seed(0)
 
 
+class PadsInForward(nn.Conv2d):
+    """A subclass with its own forward (as timm's Conv2dSame): its parameters say padding 0."""
+    def forward(self, x):
+        return super().forward(nn.functional.pad(x, (1, 1, 1, 1)))
+
+
 class EveryVariant(nn.Module):
     def __init__(self):
         super().__init__()
         self.features = nn.Sequential(
             nn.Conv2d(3, 4, 3, padding=1),                                          # zeros, int padding
-            nn.ReLU(),
+            nn.ReLU(inplace=True),                                                  # rewrites that output
             nn.Conv2d(4, 4, 3, padding="same", groups=2, padding_mode="reflect"),  # groups 2
             nn.Conv2d(4, 4, 3, padding=1, groups=4, padding_mode="replicate"),     # depthwise
             nn.Conv2d(4, 8, 3, padding=2, dilation=2, groups=4, padding_mode="circular"),  # multiplier 2
@@ -46,6 +52,7 @@ class EveryVariant(nn.Module):
             nn.Conv2d(4, 3, 1, padding="valid", bias=False))
         self.up = nn.ConvTranspose2d(3, 3, 2, stride=2)                             # no proof for it
         self.unused = nn.Conv2d(3, 3, 1)                                            # never called
+        self.padded = PadsInForward(3, 3, 3)                                        # not what its parameters say
         self.sequence = nn.Sequential(
             nn.Conv1d(3, 4, 3, padding="same", padding_mode="reflect"),
             nn.Conv1d(4, 4, 3, stride=2, dilation=2, padding=2, groups=2, padding_mode="circular"),
@@ -53,7 +60,7 @@ class EveryVariant(nn.Module):
 
     def forward(self, x):
         y = self.features(x)
-        return self.up(y).sum() + self.sequence(y.mean(2)).sum()
+        return self.up(y).sum() + self.sequence(y.mean(2)).sum() + self.padded(y).sum()
 
 
 def run_export(model, x, out, **options):
@@ -83,9 +90,10 @@ model = EveryVariant()
 x = torch.randn(2, 3, 8, 16)
 out = os.path.join(work, "every_variant")
 summary, caught = run_export(model, x, out)
-conv_layers = [m for m in model.modules() if isinstance(m, (nn.Conv1d, nn.Conv2d)) and m is not model.unused]
+conv_layers = [m for m in model.modules()
+               if isinstance(m, (nn.Conv1d, nn.Conv2d)) and m is not model.unused and m is not model.padded]
 check(len(summary["layers"]) == len(conv_layers), f"{len(summary['layers'])} layers exported of {len(conv_layers)}")
-check([e["name"] for e in summary["not_expressible"]] == ["up", "unused"],
+check([e["name"] for e in summary["not_expressible"]] == ["up", "padded", "unused"],
       f"not_expressible: {summary['not_expressible']}")
 check(any("up (ConvTranspose2d) is not exported" in w for w in caught), f"no warning for 'up': {caught}")
 check(any("unused (Conv2d) is not exported: the forward pass" in w for w in caught), f"no warning for 'unused': {caught}")
