@@ -52,7 +52,8 @@ TEST_CASE("P_q M P_k^T = -alpha |k - q - Delta|^2 + alpha |q + Delta|^2", "[abso
 }
 
 TEST_CASE("the absolute-encoding layer matches the PyTorch fixtures and the reference MHSA", "[absolute_encoding]") {
-  for (const auto& entry : manifest()["absolute"]) {
+  const nlohmann::json entries = manifest();  // a named value: a range-for over a temporary's member dangles
+  for (const auto& entry : entries["absolute"]) {
     const std::string dir = fixture_dir + "absolute/" + entry["name"].get<std::string>() + "/";
     INFO(entry.dump());
     const Image<double> x = xt::load_npy<double>(dir + "input.npy");

@@ -21,7 +21,8 @@ Matrix<double> load2(const std::string& path) { return xt::load_npy<double>(path
 
 TEST_CASE("GPSA with ConViT's local init matches ConViT's formulas in PyTorch", "[convit_gpsa]") {
   std::ifstream in(fixture_dir + "manifest.json");
-  for (const auto& entry : nlohmann::json::parse(in)["gpsa"]) {
+  const nlohmann::json manifest = nlohmann::json::parse(in);  // named: a range-for over a temporary's member dangles
+  for (const auto& entry : manifest["gpsa"]) {
     const std::string dir = fixture_dir + "gpsa/" + entry["name"].get<std::string>() + "/";
     INFO(entry.dump());
     const std::size_t heads = entry["heads"], side = entry["side"], d = heads * std::size_t(entry["head_dim"]);

@@ -21,7 +21,8 @@ Matrix<double> load(const std::string& path) { return xt::load_npy<double>(path)
 
 TEST_CASE("relative-bias attention and the lightweight convolution match PyTorch", "[relative_position_lightweight]") {
   std::ifstream in(fixture_dir + "manifest.json");
-  for (const auto& entry : nlohmann::json::parse(in)["lightweight"]) {
+  const nlohmann::json manifest = nlohmann::json::parse(in);  // named: a range-for over a temporary's member dangles
+  for (const auto& entry : manifest["lightweight"]) {
     const std::string dir = fixture_dir + "lightweight/" + entry["name"].get<std::string>() + "/";
     INFO(entry.dump());
     const Sequence<double> x = load(dir + "input.npy");
