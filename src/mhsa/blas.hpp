@@ -52,8 +52,8 @@ std::vector<T> max_abs_of_product_blocks(const Matrix<T>& a, const Matrix<T>& b,
   const std::size_t blocks = block_cols == 0 ? 0 : (n + block_cols - 1) / block_cols;
   std::vector<T> out(blocks, T(0));
   if (m == 0 || n == 0 || k == 0) return out;  // A B = 0 (or empty)
-  // About 2^17 entries of A B per chunk (1 MiB in float64: a core's L2), 8 to 512 rows.
-  const std::size_t rows = std::clamp<std::size_t>((std::size_t(1) << 17) / n, 8, 512);
+  // About 2^19 entries of A B per chunk (2 MiB in float32), 8 to 512 rows.
+  const std::size_t rows = std::clamp<std::size_t>((std::size_t(1) << 19) / n, 8, 512);
   const std::size_t chunks = (m + rows - 1) / rows;
   std::vector<std::vector<T>> scratch(parallel_threads(chunks), std::vector<T>(rows * n));
   std::vector<T> chunk_max(chunks * blocks, T(0));
