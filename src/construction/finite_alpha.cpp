@@ -43,11 +43,13 @@ float rounded_up(double v) {  // v >= 0
   return double(f) < v ? std::nextafter(f, std::numeric_limits<float>::infinity()) : f;
 }
 
-Scales scales(const xt::xtensor<double, 2>& x, const xt::xtensor<double, 2>& m, const xt::xtensor<double, 2>& b,
+template <class T>
+Scales scales(const Matrix<T>& x, const xt::xtensor<double, 2>& m, const xt::xtensor<double, 2>& b,
               std::size_t block_cols) {
-  const auto to_float = [](const xt::xtensor<double, 2>& a, bool up) {
+  const auto to_float = [](const auto& a, bool up) {
     xt::xtensor<float, 2> out(a.shape());
-    std::transform(a.begin(), a.end(), out.begin(), [up](double v) { return up ? rounded_up(std::abs(v)) : float(v); });
+    std::transform(a.begin(), a.end(), out.begin(),
+                   [up](auto v) { return up ? rounded_up(std::abs(double(v))) : float(v); });
     return out;
   };
   const std::vector<float> value_f = max_abs_of_product_blocks(to_float(x, false), to_float(m, false), block_cols);
@@ -64,8 +66,8 @@ Scales scales(const xt::xtensor<double, 2>& x, const xt::xtensor<double, 2>& m, 
     finite = finite && std::isfinite(out.abs[h]) && std::isfinite(out.value[h]);
   }
   if (finite) return out;
-  const xt::xtensor<double, 2> x_abs = xt::abs(x);
-  return {max_abs_of_product_blocks(x, m, block_cols), max_abs_of_product_blocks(x_abs, b, block_cols)};
+  const xt::xtensor<double, 2> xd = xt::cast<double>(x), x_abs = xt::abs(xd);
+  return {max_abs_of_product_blocks(xd, m, block_cols), max_abs_of_product_blocks(x_abs, b, block_cols)};
 }
 
 }  // namespace
@@ -153,7 +155,7 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
     xt::view(m_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = xt::linalg::dot(w_val, w_out);
     xt::view(m_abs_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = xt::linalg::dot(xt::abs(w_val), xt::abs(w_out));
   }
-  const Scales scale = scales(xt::cast<double>(tokens), m_all, m_abs_all, d_out);
+  const Scales scale = scales(tokens, m_all, m_abs_all, d_out);
   const std::vector<double>& value_scale = scale.value;
   const std::vector<double>& abs_value_scale = scale.abs;
   for (std::size_t h = 0; h < heads; ++h) {

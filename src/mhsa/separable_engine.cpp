@@ -199,7 +199,8 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
   std::vector<T> r(d_p);
   // Work buffers, reused by every head (fresh pages per head cost more than the arithmetic).
   const std::size_t c_max = std::max(d_in, d_h);
-  std::vector<T> value(n * d_h), along_width(height * queries.count[1] * c_max), attended(n_q * c_max);
+  std::vector<T> along_width(height * queries.count[1] * c_max);
+  std::vector<T> value, attended;  // the value side's, allocated when a head needs them
   std::vector<ColumnGroup<T>> groups;
   for (std::size_t h = 0; h < layer.heads.size(); ++h) {
     const AttentionHead<T>& head = layer.heads[h];
@@ -232,6 +233,7 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
       if (same != groups.end()) same->heads.push_back(std::move(input_head));
       else groups.push_back({std::move(p_cols), {}}), groups.back().heads.push_back(std::move(input_head));
     } else {
+      value.resize(n * d_h), attended.resize(n_q * c_max);
       product_rows_into(n, d_in, d_h, x.data(), head.w_val.data(), T(0), value.data());
       apply_separable(p_rows, p_cols, value.data(), d_h, along_width.data(), attended.data());
       product_rows_into(n_q, d_h, d_out, attended.data(), w_out_h.data(), T(1), y.data());
