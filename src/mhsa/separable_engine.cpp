@@ -76,7 +76,8 @@ ATTNCONV_AVX2_CLONES void weighted_sum(const T* w, std::size_t taps, const T* x,
 // Along image rows: P_cols on each of the H rows of pixels of Z ((H*W) x C
 // tokens), into `along_width` (H x queries_cols x C). Only each row's support
 // is summed (the weights outside it are exactly 0).
-template <class T> void apply_cols(const Attention1d<T>& cols, std::size_t height, const T* z, std::size_t c, T* along_width) {
+template <class T>
+void apply_cols(const Attention1d<T>& cols, std::size_t height, const T* z, std::size_t c, T* along_width) {
   const std::size_t width = cols.keys;
   parallel_for(height, [&](std::size_t ki, std::size_t) {
     for (std::size_t qj = 0; qj < cols.queries; ++qj) {
@@ -230,8 +231,8 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
       InputSideHead<T> input_head{std::move(p_rows), product_rows(head.w_val, w_out_h)};
       const auto same = std::find_if(groups.begin(), groups.end(),
                                      [&](const ColumnGroup<T>& g) { return same_attention(g.cols, p_cols); });
-      if (same != groups.end()) same->heads.push_back(std::move(input_head));
-      else groups.push_back({std::move(p_cols), {}}), groups.back().heads.push_back(std::move(input_head));
+      ColumnGroup<T>& group = same != groups.end() ? *same : groups.emplace_back(ColumnGroup<T>{std::move(p_cols), {}});
+      group.heads.push_back(std::move(input_head));
     } else {
       value.resize(n * d_h), attended.resize(n_q * c_max);
       product_rows_into(n, d_in, d_h, x.data(), head.w_val.data(), T(0), value.data());
@@ -239,7 +240,8 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
       product_rows_into(n_q, d_h, d_out, attended.data(), w_out_h.data(), T(1), y.data());
     }
   }
-  for (const ColumnGroup<T>& group : groups) add_column_group(group, height, x.data(), d_in, d_out, along_width.data(), y.data());
+  for (const ColumnGroup<T>& group : groups)
+    add_column_group(group, height, x.data(), d_in, d_out, along_width.data(), y.data());
   y += xt::view(layer.b_out, xt::newaxis(), xt::all());
   return y;
 }
