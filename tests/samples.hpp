@@ -126,6 +126,9 @@ template <class T> ConvSample<T> conv_sample() {
 // every dimension 1..4, each encoding, attention from flat to sharp (v scaled
 // by 0.3, 3 or 40). `positional_only`: W_qry = 0, u = 0 and no delta1*delta2
 // term (the layers the separable engine is exact for); else every term random.
+// Positional-only layers have, half of the time, every head attending as head 0
+// (its v and W^_key; the heads' values differ): one column attention shared by
+// several heads, as the heads of a kernel column in Theorem 1's construction.
 struct LayerSample {
   MhsaLayer<double> layer;
   Matrix<double> x;
@@ -143,13 +146,16 @@ inline LayerSample layer_sample(bool positional_only) {
   shape.content = shape.cross_term = !positional_only;
   const auto height = std::size_t(*rc::gen::inRange(1, 7)), width = std::size_t(*rc::gen::inRange(1, 7));
   const auto seed = std::uint64_t(*rc::gen::inRange(0, 1000));
+  const bool shared = positional_only && *rc::gen::arbitrary<bool>();
   std::ostringstream d;
   d << "image " << height << "x" << width << ", " << to_string(shape.encoding) << ", heads " << shape.heads
     << ", D_in " << shape.d_in << ", D_k " << shape.d_k << ", D_h " << shape.d_h << ", D_out " << shape.d_out
     << ", v scale " << shape.score_scale << (positional_only ? ", positional only" : ", content terms")
-    << ", seed " << seed;
-  return {random_layer<double>(seed, shape), random_tokens<double>(seed, height * width, shape.d_in), height, width,
-          d.str()};
+    << (shared ? ", every head attending as head 0" : "") << ", seed " << seed;
+  MhsaLayer<double> layer = random_layer<double>(seed, shape);
+  if (shared)
+    for (auto& head : layer.heads) head.v = layer.heads[0].v, head.w_key_hat = layer.heads[0].w_key_hat;
+  return {std::move(layer), random_tokens<double>(seed, height * width, shape.d_in), height, width, d.str()};
 }
 
 }  // namespace attnconv::samples

@@ -5,6 +5,9 @@
 
 #include "construction/finite_alpha.hpp"
 #include "construction/theorem1.hpp"
+#include "tensor/random.hpp"
+
+#include <xtensor/xview.hpp>
 
 using namespace attnconv;
 
@@ -82,4 +85,80 @@ TEST_CASE("alpha_min is the first alpha whose bound meets the tolerance", "[fini
   CHECK(bound(a * (1 - 1e-6)) > 1e-6);
   CHECK(a == Approx(std::log(2 * 3.0 * 4 / 1e-6)).epsilon(1e-3));
   CHECK(std::isnan(alpha_min(bound, 1e-20)));  // under the round-off floor
+}
+
+namespace {
+// max_k |X_k M_h|_inf and max_k (|X_k| |W_val^h| |W_out^h|)_inf of every head, in plain long double loops.
+struct ExactScales {
+  std::vector<long double> value, abs;
+};
+ExactScales exact_scales(const MhsaLayer<double>& layer, const Matrix<double>& x) {
+  const std::size_t d_h = layer.head_dim(), d_in = layer.in_dim(), d_out = layer.out_dim();
+  ExactScales out;
+  for (std::size_t h = 0; h < layer.heads.size(); ++h) {
+    const auto& w_val = layer.heads[h].w_val;
+    long double value = 0, abs = 0;
+    for (std::size_t k = 0; k < x.shape(0); ++k)
+      for (std::size_t o = 0; o < d_out; ++o) {
+        long double s = 0, a = 0;
+        for (std::size_t i = 0; i < d_in; ++i)
+          for (std::size_t e = 0; e < d_h; ++e) {
+            const long double w = (long double)w_val(i, e) * layer.w_out(h * d_h + e, o);
+            s += x(k, i) * w;
+            a += std::fabs((long double)x(k, i)) * std::fabs((long double)w_val(i, e)) * std::fabs(layer.w_out(h * d_h + e, o));
+          }
+        value = std::max(value, std::fabs(s));
+        abs = std::max(abs, a);
+      }
+    out.value.push_back(value);
+    out.abs.push_back(abs);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the bound's scales, from float32 products, are upper bounds of the exact ones within 4 (D_in + 3) u",
+          "[finite_alpha]") {
+  Random rng(7);
+  const std::size_t height = 9, width = 11, c_in = 6, c_out = 5;
+  Kernel<double> w = rng.uniform_tensor<double, 4>({c_out, c_in, 3, 3}) - 0.5;
+  xt::view(w, xt::all(), xt::all(), 1, 2) = 0.0;  // tap (1, 2): its head is silent
+  Theorem1Options options;
+  options.heads = 10, options.head_dim = 5, options.alpha = 8;  // head 9: beyond the kernel, silent
+  const MhsaLayer<double> layer = theorem1_layer<double>(w, std::nullopt, options);
+  std::vector<std::optional<std::array<int, 2>>> targets(10);
+  for (int h = 0; h < 9; ++h) targets[std::size_t(h)] = target_shift(h / 3, h % 3, {3, 3}, {1, 1});
+  const double u = std::ldexp(1.0, -24);
+
+  SECTION("tokens of every magnitude a float holds, and subnormal ones") {
+    Matrix<double> x = rng.uniform_tensor<double, 2>({height * width, c_in}) - 0.5;
+    for (std::size_t k = 0; k < x.shape(0); ++k) x(k, k % c_in) *= std::ldexp(1.0, int(k % 7) * 40 - 140);
+    x(3, 0) = 1e-44;
+    const ExactScales exact = exact_scales(layer, x);
+    const FiniteAlphaBound b = finite_alpha_bound(layer, x, height, width, c_in * 9, targets, 8.0, 1.0);
+    long double head_scale = 0;
+    std::size_t listed = 0;
+    for (std::size_t h = 0; h < 10; ++h) {
+      INFO("head " << h);
+      head_scale += exact.value[h];
+      if (h == 5 || h == 9) {
+        CHECK(exact.abs[h] == 0);
+        continue;
+      }
+      const double abs = b.heads.at(listed++).abs_value_scale;
+      CHECK(abs >= exact.abs[h]);
+      CHECK(abs <= exact.abs[h] * (1 + 4 * (c_in + 3) * u));
+    }
+    CHECK(listed == b.heads.size());
+    CHECK(b.head_scale >= head_scale);
+    CHECK(b.head_scale <= head_scale + 4 * (c_in + 3) * u * b.abs_scale);
+  }
+  SECTION("tokens beyond float32: the exact maxima of float64 products") {
+    Matrix<double> x = rng.uniform_tensor<double, 2>({height * width, c_in}) - 0.5;
+    x(4, 1) = 1e300;
+    const ExactScales exact = exact_scales(layer, x);
+    const FiniteAlphaBound b = finite_alpha_bound(layer, x, height, width, c_in * 9, targets, 8.0, 1.0);
+    CHECK(std::isfinite(b.head_scale));
+    CHECK(b.heads.at(0).abs_value_scale == Approx(double(exact.abs[0])).epsilon(1e-13));
+  }
 }

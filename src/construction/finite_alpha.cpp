@@ -2,6 +2,7 @@
 
 #include "mhsa/blas.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <xtensor-blas/xlinalg.hpp>
@@ -20,6 +21,55 @@ double gaussian_tail(double a) {
     if (term <= s * 1e-18) return s;  // also when the term underflows to 0
   }
 }
+// Upper bounds on the scales of the bound, per head (blocks of D_out columns):
+//   value[h] >= max_k |X_k M_h|_inf,  abs[h] >= max_k (|X_k| B_h)_inf,
+// M_h = W_val^h W_out^h, B_h = |W_val^h| |W_out^h| (side by side in m, b), from
+// products in float32 (twice the rate of float64, half the bytes) with their
+// error bounded (docs/design.md, "Finite alpha"; our derivation):
+//   abs: the inputs rounded up, |x| <= x^, B <= B^; a sum of k >= 0 products in
+//        float32 is at least (1 - u)^k times the exact one, less k 2^-149 for
+//        underflow, so (|X| B)_ij <= (fl(X^ B^)_ij + k 2^-149) (1 + 2 (k + 1) u);
+//   value: rounded to nearest, |X M - fl(X~ M~)| <= (2 u + u^2) |X| |M| + gamma_k (1 + u)^2 |X| |M|
+//        (+ underflow), and |M| <= B, so |X M|_ij <= |fl(X~ M~)|_ij + 2 (k + 3) u abs[h].
+// (u = 2^-24.) The bounds exceed the exact maxima by at most about 3 (k + 2) u
+// relative (k = D_in = 64: 1.2e-5). Falls back to float64 (exact maxima of the
+// double products, as before) when a value does not fit in float32.
+struct Scales {
+  std::vector<double> value, abs;
+};
+
+float rounded_up(double v) {  // v >= 0
+  const float f = float(v);
+  return double(f) < v ? std::nextafter(f, std::numeric_limits<float>::infinity()) : f;
+}
+
+template <class T>
+Scales scales(const Matrix<T>& x, const xt::xtensor<double, 2>& m, const xt::xtensor<double, 2>& b,
+              std::size_t block_cols) {
+  const auto to_float = [](const auto& a, bool up) {
+    xt::xtensor<float, 2> out(a.shape());
+    std::transform(a.begin(), a.end(), out.begin(),
+                   [up](auto v) { return up ? rounded_up(std::abs(double(v))) : float(v); });
+    return out;
+  };
+  const std::vector<float> value_f = max_abs_of_product_blocks(to_float(x, false), to_float(m, false), block_cols);
+  const std::vector<float> abs_f = max_abs_of_product_blocks(to_float(x, true), to_float(b, true), block_cols);
+  const double k = double(x.shape(1)), u = std::ldexp(1.0, -24), underflow = k * std::ldexp(1.0, -149);
+  const double margin = 1 + 2 * (k + 1) * u + 1e-15;  // 1e-15: the double arithmetic of this line and the next
+  Scales out{std::vector<double>(value_f.size()), std::vector<double>(abs_f.size())};
+  bool finite = true;
+  for (std::size_t h = 0; h < abs_f.size(); ++h) {
+    const auto block = xt::view(b, xt::all(), xt::range(h * block_cols, std::min(b.shape(1), (h + 1) * block_cols)));
+    if (std::all_of(block.begin(), block.end(), [](double v) { return v == 0; })) continue;  // a silent head: exactly 0
+    out.abs[h] = (double(abs_f[h]) + underflow) * margin;
+    out.value[h] = (double(value_f[h]) + 2 * (k + 3) * u * out.abs[h] + underflow) * (1 + 1e-15);
+    finite = finite && std::isfinite(out.abs[h]) && std::isfinite(out.value[h]);
+  }
+  if (finite) return out;
+  const xt::xtensor<double, 2> xd = xt::cast<double>(x), x_abs = xt::abs(xd);
+  return {max_abs_of_product_blocks(xd, m, block_cols), max_abs_of_product_blocks(x_abs, b, block_cols)};
+}
+
 }  // namespace
 
 double attention_leak(double alpha) {
@@ -95,21 +145,27 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
   const std::size_t d_h = layer.head_dim();
   b.longest_sum = double(height * width + conv_terms + layer.heads.size() * d_h + layer.in_dim() + 1);
   b.abs_scale = double(xt::amax(xt::abs(xt::cast<double>(layer.b_out)))());
-  const xt::xtensor<double, 2> xd = xt::cast<double>(tokens), x_abs = xt::abs(xd);
-  for (std::size_t h = 0; h < layer.heads.size(); ++h) {
-    const auto& head = layer.heads[h];
-    const xt::xtensor<double, 2> w_val = xt::cast<double>(head.w_val);
+  // Every head's W_val^h W_out^h and |W_val^h| |W_out^h| side by side (D_in x N_h D_out),
+  // so that each chunk of tokens is multiplied once for all heads (mhsa/blas.hpp).
+  const std::size_t heads = layer.heads.size(), d_in = layer.in_dim(), d_out = layer.out_dim();
+  xt::xtensor<double, 2> m_all = xt::zeros<double>({d_in, heads * d_out}), m_abs_all = m_all;
+  for (std::size_t h = 0; h < heads; ++h) {
+    const xt::xtensor<double, 2> w_val = xt::cast<double>(layer.heads[h].w_val);
     const xt::xtensor<double, 2> w_out = xt::cast<double>(xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all()));
-    // (The (H*W) x D_out products in parallel row chunks, never held whole: mhsa/blas.hpp.)
-    const xt::xtensor<double, 2> m = xt::linalg::dot(w_val, w_out), m_abs = xt::linalg::dot(xt::abs(w_val), xt::abs(w_out));
-    const double value_scale = max_abs_of_product(xd, m);
-    const double abs_value_scale = max_abs_of_product(x_abs, m_abs);
-    b.head_scale += value_scale;
-    b.abs_scale += abs_value_scale;
-    if (h < targets.size() && targets[h] && abs_value_scale > 0) {
+    xt::view(m_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = xt::linalg::dot(w_val, w_out);
+    xt::view(m_abs_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = xt::linalg::dot(xt::abs(w_val), xt::abs(w_out));
+  }
+  const Scales scale = scales(tokens, m_all, m_abs_all, d_out);
+  const std::vector<double>& value_scale = scale.value;
+  const std::vector<double>& abs_value_scale = scale.abs;
+  for (std::size_t h = 0; h < heads; ++h) {
+    b.head_scale += value_scale[h];
+    b.abs_scale += abs_value_scale[h];
+    if (h < targets.size() && targets[h] && abs_value_scale[h] > 0) {
       FiniteAlphaBound::Head bh;
       bh.target = *targets[h];
-      bh.abs_value_scale = abs_value_scale;
+      bh.abs_value_scale = abs_value_scale[h];
+      const AttentionHead<T>& head = layer.heads[h];
       const xt::xtensor<double, 1> a = xt::linalg::dot(xt::cast<double>(head.v), xt::cast<double>(head.w_key_hat));
       for (double value : a) bh.a.push_back(value / alpha);
       b.heads.push_back(std::move(bh));

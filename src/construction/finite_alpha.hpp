@@ -37,6 +37,9 @@
 //       sum is an exactly representable integer (the quadratic encodings with an
 //       integer alpha, e.g. 60; not quadratic_general, whose A is random).
 // The allowance assumes W_qry = W_key = 0 and u = 0, as in the construction.
+// The scales max_k |X_k W_val^h W_out^h|_inf and max_k (|X_k| |W_val^h| |W_out^h|)_inf
+// are upper bounds from float32 products with their own error bound
+// (finite_alpha.cpp, `scales`; docs/design.md, "Finite alpha").
 #include <algorithm>
 #include <array>
 #include <optional>

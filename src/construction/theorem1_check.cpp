@@ -5,6 +5,8 @@
 
 #include "ops/dense_kernel.hpp"
 
+#include <xtensor/xview.hpp>
+
 namespace attnconv {
 
 template <class T> Image<T> mhsa_image(const MhsaLayer<T>& layer, const Image<T>& x, const MhsaEngine<T>& engine) {
@@ -31,35 +33,6 @@ FiniteAlphaBound construction_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
                             precision_lambda_min(options, kernel[0] * kernel[1]));
 }
 
-namespace {
-
-// The two sides before the MHSA runs: the convolution, its dense kernel (a
-// grouped kernel's block-diagonal slices, docs/design.md "Groups") and the
-// construction's layer.
-template <class T>
-Theorem1Check<T> convolution_and_layer(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
-                                       const ConvGeometry& g, const Theorem1Options& options) {
-  Theorem1Check<T> out;
-  out.expected = conv2d_gemm(x, w_conv, bias, g);
-  out.dense_weight = dense_kernel(w_conv, g.groups);
-  out.layer = theorem1_layer(out.dense_weight, bias, options);
-  return out;
-}
-
-}  // namespace
-
-template <class T>
-Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
-                                const ConvGeometry& g, const Theorem1Options& options, const MhsaEngine<T>& engine) {
-  const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
-  Theorem1Check<T> out = convolution_and_layer(x, w_conv, bias, g, options);
-  const Image<T> xpad = pad(x, g.padding, g.padding_mode);
-  out.actual = align_to_convolution(mhsa_image(out.layer, xpad, engine), kernel, g,
-                                    {int(out.expected.shape(1)), int(out.expected.shape(2))});
-  out.bound = construction_bound(out.layer, image_to_tokens(xpad), xpad.shape(1), xpad.shape(2), kernel, options);
-  return out;
-}
-
 QueryGrid convolution_queries(std::array<int, 2> kernel, const ConvGeometry& g, std::array<int, 2> output_size) {
   const auto c = kernel_center(kernel);
   QueryGrid grid;
@@ -76,7 +49,12 @@ Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, cons
                                 const ConvGeometry& g, const Theorem1Options& options,
                                 const MhsaGridEngine<T>& engine) {
   const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
-  Theorem1Check<T> out = convolution_and_layer(x, w_conv, bias, g, options);
+  Theorem1Check<T> out;
+  // The convolution, its dense kernel (a grouped kernel's block-diagonal slices,
+  // docs/design.md "Groups") and the construction's layer of it.
+  out.expected = conv2d_gemm(x, w_conv, bias, g);
+  out.dense_weight = dense_kernel(w_conv, g.groups);
+  out.layer = theorem1_layer(out.dense_weight, bias, options);
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   const Matrix<T> tokens = image_to_tokens(xpad);
   const QueryGrid queries = convolution_queries(kernel, g, {int(out.expected.shape(1)), int(out.expected.shape(2))});
@@ -84,6 +62,22 @@ Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, cons
                                queries.count[1]);
   out.bound = construction_bound(out.layer, tokens, xpad.shape(1), xpad.shape(2), kernel, options);
   return out;
+}
+
+template <class T>
+Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
+                                const ConvGeometry& g, const Theorem1Options& options, const MhsaEngine<T>& engine) {
+  // The engine's whole padded image, read at the queries the convolution keeps.
+  const MhsaGridEngine<T> at_queries = [&engine](const MhsaLayer<T>& layer, const Matrix<T>& tokens,
+                                                 std::size_t height, std::size_t width, const QueryGrid& queries) {
+    const Matrix<T> all = engine(layer, tokens, height, width);
+    Matrix<T> kept({queries.size(), all.shape(1)});
+    for (std::size_t i = 0; i < queries.count[0]; ++i)
+      for (std::size_t j = 0; j < queries.count[1]; ++j)
+        xt::row(kept, i * queries.count[1] + j) = xt::row(all, queries.at(0, i) * width + queries.at(1, j));
+    return kept;
+  };
+  return check_theorem1(x, w_conv, bias, g, options, at_queries);
 }
 
 template Image<float> mhsa_image(const MhsaLayer<float>&, const Image<float>&, const MhsaEngine<float>&);

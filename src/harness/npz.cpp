@@ -165,13 +165,17 @@ std::string read_npz_entry(const std::string& path, const NpzEntry& entry) {
     if (entry.compressed_size != entry.size) throw corrupt(what + " is stored with two different sizes");
     bytes = data;
   } else {
-    bytes.assign(std::size_t(entry.size), '\0');
+    // The output grows as the data inflates (from 64 MiB, doubling up to the
+    // claimed size): a claim the data does not back allocates at most twice what it inflates to.
+    bytes.assign(std::size_t(std::min<std::uint64_t>(entry.size, std::uint64_t(64) << 20)), '\0');
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw std::runtime_error("cannot start zlib to inflate " + what);
     z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
     std::uint64_t in_left = data.size(), out_done = 0;
     int result = Z_OK;
     while (result == Z_OK) {
+      if (out_done == bytes.size() && bytes.size() < entry.size)
+        bytes.resize(std::size_t(std::min<std::uint64_t>(entry.size, 2 * std::uint64_t(bytes.size()))), '\0');
       const auto in_chunk = uInt(std::min<std::uint64_t>(in_left, std::numeric_limits<uInt>::max()));
       const auto out_chunk = uInt(std::min<std::uint64_t>(bytes.size() - out_done, std::numeric_limits<uInt>::max()));
       z.avail_in = in_chunk;
@@ -180,10 +184,10 @@ std::string read_npz_entry(const std::string& path, const NpzEntry& entry) {
       result = inflate(&z, Z_FINISH);
       in_left -= in_chunk - z.avail_in;
       out_done += out_chunk - z.avail_out;
-      if (result == Z_BUF_ERROR && (in_left > 0 && out_done < bytes.size())) result = Z_OK;
+      if (result == Z_BUF_ERROR && out_done < entry.size && (in_left > 0 || z.avail_out == 0)) result = Z_OK;
     }
     inflateEnd(&z);
-    if (result != Z_STREAM_END || out_done != bytes.size())
+    if (result != Z_STREAM_END || out_done != entry.size)
       throw corrupt(what + " does not inflate to its " + std::to_string(entry.size) + " bytes (corrupt data)");
   }
   uLong crc = crc32(0L, Z_NULL, 0);

@@ -40,30 +40,51 @@ template <class T> Matrix<T> product_rows(const Matrix<T>& a, const Matrix<T>& b
   return c;
 }
 
-// max_{i,j} |(A B)_ij|, without holding A B: each fixed chunk of rows is
-// multiplied into its thread's scratch and reduced there (max is exact, so the
-// result does not depend on the chunking or the thread count).
-template <class T> T max_abs_of_product(const Matrix<T>& a, const Matrix<T>& b) {
+// For each block of `block_cols` consecutive columns of B (the last one may be
+// narrower): max |(A B)_ij| over the rows i and that block's columns j, without
+// holding A B. A fixed chunk of rows of A is multiplied by all of B at once
+// (one product per chunk: A's rows are packed once for every block, however
+// many blocks there are) into its thread's scratch and reduced there. max is
+// exact, so the result depends neither on the chunking nor on the thread count.
+template <class T>
+std::vector<T> max_abs_of_product_blocks(const Matrix<T>& a, const Matrix<T>& b, std::size_t block_cols) {
   const std::size_t m = a.shape(0), k = a.shape(1), n = b.shape(1);
-  if (m == 0 || n == 0 || k == 0) return T(0);  // A B = 0 (or empty)
-  const std::size_t chunks = (m + product_chunk_rows - 1) / product_chunk_rows;
-  std::vector<std::vector<T>> scratch(parallel_threads(chunks), std::vector<T>(product_chunk_rows * n));
-  std::vector<T> chunk_max(chunks, T(0));
+  const std::size_t blocks = block_cols == 0 ? 0 : (n + block_cols - 1) / block_cols;
+  std::vector<T> out(blocks, T(0));
+  if (m == 0 || n == 0 || k == 0) return out;  // A B = 0 (or empty)
+  // About 2^19 entries of A B per chunk (2 MiB in float32), 8 to 512 rows.
+  const std::size_t rows = std::clamp<std::size_t>((std::size_t(1) << 19) / n, 8, 512);
+  const std::size_t chunks = (m + rows - 1) / rows;
+  std::vector<std::vector<T>> scratch(parallel_threads(chunks), std::vector<T>(rows * n));
+  std::vector<T> chunk_max(chunks * blocks, T(0));
   parallel_for(chunks, [&](std::size_t chunk, std::size_t thread) {
-    const std::size_t r0 = chunk * product_chunk_rows, r1 = std::min(m, r0 + product_chunk_rows);
+    const std::size_t r0 = chunk * rows, r1 = std::min(m, r0 + rows);
     T* c = scratch[thread].data();
     gemm(r1 - r0, n, k, a.data() + r0 * k, k, b.data(), n, T(0), c, n);
-    // Four running maxima (max is exact: the order does not matter), four
-    // short dependency chains instead of one long one.
-    const std::size_t count = (r1 - r0) * n;
-    T m[4] = {0, 0, 0, 0};
-    std::size_t e = 0;
-    for (; e + 4 <= count; e += 4)
-      for (std::size_t l = 0; l < 4; ++l) m[l] = std::max(m[l], std::abs(c[e + l]));
-    for (; e < count; ++e) m[0] = std::max(m[0], std::abs(c[e]));
-    chunk_max[chunk] = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+    for (std::size_t block = 0; block < blocks; ++block) {
+      const std::size_t j0 = block * block_cols, j1 = std::min(n, j0 + block_cols);
+      // Four running maxima (the order does not matter): four short dependency chains.
+      T mx[4] = {0, 0, 0, 0};
+      for (std::size_t i = 0; i < r1 - r0; ++i) {
+        const T* row = c + i * n;
+        std::size_t j = j0;
+        for (; j + 4 <= j1; j += 4)
+          for (std::size_t l = 0; l < 4; ++l) mx[l] = std::max(mx[l], std::abs(row[j + l]));
+        for (; j < j1; ++j) mx[0] = std::max(mx[0], std::abs(row[j]));
+      }
+      chunk_max[chunk * blocks + block] = std::max(std::max(mx[0], mx[1]), std::max(mx[2], mx[3]));
+    }
   });
-  return *std::max_element(chunk_max.begin(), chunk_max.end());
+  for (std::size_t chunk = 0; chunk < chunks; ++chunk)
+    for (std::size_t block = 0; block < blocks; ++block)
+      out[block] = std::max(out[block], chunk_max[chunk * blocks + block]);
+  return out;
+}
+
+// max_{i,j} |(A B)_ij|, without holding A B.
+template <class T> T max_abs_of_product(const Matrix<T>& a, const Matrix<T>& b) {
+  const std::vector<T> block = max_abs_of_product_blocks(a, b, std::max<std::size_t>(b.shape(1), 1));
+  return block.empty() ? T(0) : block[0];
 }
 
 }  // namespace attnconv

@@ -49,38 +49,119 @@ Attention1d<T> attention_1d(std::size_t queries, std::size_t keys, const Query& 
   return att;
 }
 
-// y[e] += w * x[e] for e < n (tensor/vectorise.hpp: an AVX2 clone with the same numbers).
+// out[e] = (((0 + w[0] x_0[e]) + w[1] x_1[e]) + ...) for e < n, the terms
+// x_t = x + t * stride in order: each output is summed in registers over the
+// taps, a block of 8 at a time (tensor/vectorise.hpp: AVX-512/AVX2 clones with
+// the same numbers), so it is read and written once instead of once per tap.
 template <class T>
-ATTNCONV_AVX2_CLONES void add_scaled(T w, const T* x, std::size_t n, T* y) {
-  for (std::size_t e = 0; e < n; ++e) y[e] += w * x[e];
+ATTNCONV_AVX2_CLONES void weighted_sum(const T* w, std::size_t taps, const T* x, std::size_t stride, std::size_t n,
+                                       T* out) {
+  constexpr std::size_t lanes = 8;
+  std::size_t e = 0;
+  for (; e + lanes <= n; e += lanes) {
+    T acc[lanes] = {};
+    for (std::size_t t = 0; t < taps; ++t) {
+      const T* from = x + t * stride + e;
+      for (std::size_t l = 0; l < lanes; ++l) acc[l] += w[t] * from[l];
+    }
+    for (std::size_t l = 0; l < lanes; ++l) out[e + l] = acc[l];
+  }
+  for (; e < n; ++e) {
+    T acc = 0;
+    for (std::size_t t = 0; t < taps; ++t) acc += w[t] * x[t * stride + e];
+    out[e] = acc;
+  }
 }
 
-// (P_rows (x) P_cols) Z for Z = (H*W) x C tokens, at the queries of the two
-// attentions, into `out` (queries_rows * queries_cols) x C: first along image
-// rows (P_cols on each of the H rows of pixels, into `along_width`,
-// H x queries_cols x C), then along columns (P_rows on the rows of that).
-// Both buffers are reused across heads.
+// Along image rows: P_cols on each of the H rows of pixels of Z ((H*W) x C
+// tokens), into `along_width` (H x queries_cols x C). Only each row's support
+// is summed (the weights outside it are exactly 0).
+template <class T>
+void apply_cols(const Attention1d<T>& cols, std::size_t height, const T* z, std::size_t c, T* along_width) {
+  const std::size_t width = cols.keys;
+  parallel_for(height, [&](std::size_t ki, std::size_t) {
+    for (std::size_t qj = 0; qj < cols.queries; ++qj) {
+      const SoftmaxSupport s = cols.support[qj];
+      weighted_sum(&cols.p[qj * width + s.begin], s.end - s.begin, z + (ki * width + s.begin) * c, c, c,
+                   along_width + (ki * cols.queries + qj) * c);
+    }
+  });
+}
+
+// Then along columns: P_rows on the rows of `along_width`, for query row qi of the
+// attention: `out` (queries_cols x C) = sum_ki P_rows[qi, ki] along_width[ki].
+template <class T>
+void apply_rows(const Attention1d<T>& rows, std::size_t qi, const T* along_width, std::size_t row_len, T* out) {
+  const SoftmaxSupport s = rows.support[qi];
+  weighted_sum(&rows.p[qi * rows.keys + s.begin], s.end - s.begin, along_width + s.begin * row_len, row_len, row_len,
+               out);
+}
+
+// (P_rows (x) P_cols) Z into `out` ((queries_rows * queries_cols) x C).
 template <class T>
 void apply_separable(const Attention1d<T>& rows, const Attention1d<T>& cols, const T* z, std::size_t c,
                      T* along_width, T* out) {
-  const std::size_t height = rows.keys, width = cols.keys, row_len = cols.queries * c;
-  parallel_for(height, [&](std::size_t ki, std::size_t) {
-    for (std::size_t qj = 0; qj < cols.queries; ++qj) {
-      T* o = along_width + (ki * cols.queries + qj) * c;
-      std::fill(o, o + c, T(0));
-      const T* p = &cols.p[qj * width];
-      for (std::size_t kj = cols.support[qj].begin; kj < cols.support[qj].end; ++kj) {
-        add_scaled(p[kj], z + (ki * width + kj) * c, c, o);
-      }
-    }
-  });
+  apply_cols(cols, rows.keys, z, c, along_width);
+  const std::size_t row_len = cols.queries * c;
   parallel_for(rows.queries, [&](std::size_t qi, std::size_t) {
-    T* o = out + qi * row_len;
-    std::fill(o, o + row_len, T(0));
-    const T* p = &rows.p[qi * height];
-    for (std::size_t ki = rows.support[qi].begin; ki < rows.support[qi].end; ++ki) {
-      add_scaled(p[ki], along_width + ki * row_len, row_len, o);
-    }
+    apply_rows(rows, qi, along_width, row_len, out + qi * row_len);
+  });
+}
+
+template <class T> bool same_attention(const Attention1d<T>& a, const Attention1d<T>& b) {
+  if (a.queries != b.queries || a.keys != b.keys || a.p != b.p) return false;
+  for (std::size_t i = 0; i < a.queries; ++i)
+    if (a.support[i].begin != b.support[i].begin || a.support[i].end != b.support[i].end) return false;
+  return true;
+}
+
+// A head attended on the input side (D_in channels): its row attention and
+// W_val^(h) W_out^(h).
+template <class T> struct InputSideHead {
+  Attention1d<T> rows;
+  Matrix<T> w_val_out;
+};
+
+// Heads on the input side that share one column attention (the heads of one
+// kernel column: the same Delta_2): P_cols X is computed once for all of them,
+// and their products with W_val W_out are one product over their
+// concatenated D_in channels (Cordonnier et al., Eq. 3: concat_h, then W_out).
+template <class T> struct ColumnGroup {
+  Attention1d<T> cols;
+  std::vector<InputSideHead<T>> heads;
+};
+
+// y += sum_{h in group} (P_rows^h (x) P_cols) X (W_val^h W_out^h) at the queries,
+// over fixed chunks of query rows (the numbers do not depend on the thread
+// count): per chunk, the heads' attended inputs side by side,
+// (chunk queries) x (heads * D_in), times the heads' W_val W_out stacked.
+template <class T>
+void add_column_group(const ColumnGroup<T>& group, std::size_t height, const T* x, std::size_t d_in,
+                      std::size_t d_out, T* along_width, T* y) {
+  const std::size_t heads = group.heads.size(), q_rows = group.heads[0].rows.queries, q_cols = group.cols.queries;
+  if (q_rows == 0 || q_cols == 0) return;  // no query
+  apply_cols(group.cols, height, x, d_in, along_width);
+  const std::size_t row_len = q_cols * d_in, k = heads * d_in;
+  Matrix<T> stacked({k, d_out});
+  for (std::size_t i = 0; i < heads; ++i)
+    std::copy(group.heads[i].w_val_out.begin(), group.heads[i].w_val_out.end(), stacked.begin() + i * d_in * d_out);
+  // About 2^18 entries (2 MiB in float64) of attended inputs per chunk, at least one query row.
+  const std::size_t chunk_rows = std::clamp<std::size_t>((std::size_t(1) << 18) / std::max<std::size_t>(q_cols * k, 1), 1, q_rows);
+  const std::size_t chunks = (q_rows + chunk_rows - 1) / chunk_rows;
+  std::vector<std::vector<T>> scratch(parallel_threads(chunks), std::vector<T>(chunk_rows * q_cols * k));
+  parallel_for(chunks, [&](std::size_t chunk, std::size_t thread) {
+    const std::size_t r0 = chunk * chunk_rows, r1 = std::min(q_rows, r0 + chunk_rows);
+    T* attended = scratch[thread].data();
+    for (std::size_t qi = r0; qi < r1; ++qi)
+      for (std::size_t i = 0; i < heads; ++i) {
+        const Attention1d<T>& rows = group.heads[i].rows;
+        const SoftmaxSupport s = rows.support[qi];
+        const T* p = &rows.p[qi * rows.keys + s.begin];
+        for (std::size_t qj = 0; qj < q_cols; ++qj)
+          weighted_sum(p, s.end - s.begin, along_width + s.begin * row_len + qj * d_in, row_len, d_in,
+                       attended + (((qi - r0) * q_cols + qj) * heads + i) * d_in);
+      }
+    gemm((r1 - r0) * q_cols, d_out, k, attended, k, stacked.data(), d_out, T(1), y + r0 * q_cols * d_out, d_out);
   });
 }
 
@@ -119,7 +200,9 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
   std::vector<T> r(d_p);
   // Work buffers, reused by every head (fresh pages per head cost more than the arithmetic).
   const std::size_t c_max = std::max(d_in, d_h);
-  std::vector<T> value(n * d_h), along_width(height * queries.count[1] * c_max), attended(n_q * c_max);
+  std::vector<T> along_width(height * queries.count[1] * c_max);
+  std::vector<T> value, attended;  // the value side's, allocated when a head needs them
+  std::vector<ColumnGroup<T>> groups;
   for (std::size_t h = 0; h < layer.heads.size(); ++h) {
     const AttentionHead<T>& head = layer.heads[h];
     if (all_zero(head.w_val)) continue;  // SA_h(X) = 0 exactly: adds nothing
@@ -131,9 +214,9 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
       for (std::size_t p = 0; p < d_p; ++p) s += a(p) * r[p];
       return s;
     };
-    const Attention1d<T> p_rows = attention_1d<T>(
+    Attention1d<T> p_rows = attention_1d<T>(
         queries.count[0], height, [&](std::size_t i) { return queries.at(0, i); }, [&](int d) { return score(d, 0); });
-    const Attention1d<T> p_cols = attention_1d<T>(
+    Attention1d<T> p_cols = attention_1d<T>(
         queries.count[1], width, [&](std::size_t j) { return queries.at(1, j); }, [&](int d) { return score(0, d); });
     const Matrix<T> w_out_h = xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all());
 
@@ -144,16 +227,21 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
     for (const auto& s : p_rows.support) work += (s.end - s.begin) * queries.count[1];
     const double cost_input_side = double(work) * d_in + double(n_q) * d_in * d_out + double(d_in) * d_h * d_out;
     const double cost_value_side = double(n) * d_in * d_h + double(work) * d_h + double(n_q) * d_h * d_out;
-    if (cost_input_side < cost_value_side) {
-      const Matrix<T> w_val_out = product_rows(head.w_val, w_out_h);
-      apply_separable(p_rows, p_cols, x.data(), d_in, along_width.data(), attended.data());
-      product_rows_into(n_q, d_in, d_out, attended.data(), w_val_out.data(), T(1), y.data());
+    if (cost_input_side < cost_value_side) {  // collected, added below by column attention
+      InputSideHead<T> input_head{std::move(p_rows), product_rows(head.w_val, w_out_h)};
+      const auto same = std::find_if(groups.begin(), groups.end(),
+                                     [&](const ColumnGroup<T>& g) { return same_attention(g.cols, p_cols); });
+      ColumnGroup<T>& group = same != groups.end() ? *same : groups.emplace_back(ColumnGroup<T>{std::move(p_cols), {}});
+      group.heads.push_back(std::move(input_head));
     } else {
+      value.resize(n * d_h), attended.resize(n_q * c_max);
       product_rows_into(n, d_in, d_h, x.data(), head.w_val.data(), T(0), value.data());
       apply_separable(p_rows, p_cols, value.data(), d_h, along_width.data(), attended.data());
       product_rows_into(n_q, d_h, d_out, attended.data(), w_out_h.data(), T(1), y.data());
     }
   }
+  for (const ColumnGroup<T>& group : groups)
+    add_column_group(group, height, x.data(), d_in, d_out, along_width.data(), y.data());
   y += xt::view(layer.b_out, xt::newaxis(), xt::all());
   return y;
 }

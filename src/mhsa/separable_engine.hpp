@@ -33,7 +33,9 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
                          const QueryGrid& queries);
 
 // The floating-point operations of the separable algorithm (no zero skipped;
-// same counting rules as dense_flops).
+// same counting rules as dense_flops), each head counted on its own: heads
+// that share a column attention share its pass, so a layer built by Theorem 1's
+// construction executes fewer.
 double separable_flops(std::size_t height, std::size_t width, std::size_t d_in, std::size_t d_p, std::size_t d_h,
                        std::size_t d_out, std::size_t heads);
 double separable_flops(std::size_t height, std::size_t width, std::size_t d_in, std::size_t d_p, std::size_t d_h,
