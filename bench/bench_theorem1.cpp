@@ -14,6 +14,17 @@
 //                case once; estimate_MiB the proof's memory_estimate
 // The dense engine skips weights that are exactly 0, so at alpha = 60 its rate
 // counts operations it did not have to do: see skipped_pct.
+//
+// conv/...: the convolution of the check alone (conv2d_gemm, ops/conv2d_gemm.hpp), in the
+// form it picks and, side by side, in its im2col form:
+//   conv_s, conv_cpu_s      wall and CPU time (all threads) of conv2d_gemm, automatic form
+//   im2col_s, im2col_cpu_s  the same forced to the im2col form
+//   GFLOPs                  2 H_out W_out K1 K2 C_in/groups C_out per conv_s;
+//   ratio                   GFLOPs / dgemm_GFLOPs (the same run's dgemm on the same threads)
+//   cpu_ratio               the same per CPU second (conv_cpu_s, and the dgemm's): on a loaded
+//                           machine, where wall times also count waiting for a core
+//
+//   ./build/attnconv_bench --benchmark_filter='^conv/' --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -21,6 +32,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "construction/theorem1.hpp"
 #include "harness/case_loader.hpp"
@@ -29,6 +41,7 @@
 #include "parallel/threads.hpp"
 #include "mhsa/blas.hpp"
 #include "mhsa/engine.hpp"
+#include "ops/conv2d_gemm.hpp"
 #include "ops/padding.hpp"
 #include "tensor/random.hpp"
 
@@ -41,18 +54,29 @@ double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
 }
 
-double dgemm_rate = 0;  // GFLOP/s, measured once at start
+double dgemm_rate = 0;      // GFLOP/s, measured once at start
+double dgemm_cpu_rate = 0;  // GFLOP per CPU second (all threads), the same measurement
+
+double cpu_seconds() {  // of the whole process, all threads
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
 
 double measure_dgemm_rate() {
   const std::size_t n = 2048;
   const Matrix<double> a = Random(1).uniform_tensor<double, 2>({n, n}), b = Random(2).uniform_tensor<double, 2>({n, n});
   Matrix<double> c({n, n});
-  double best = 1e30;
+  double best = 1e30, best_cpu = 1e30;
   for (int repeat = 0; repeat < 3; ++repeat) {
     const auto start = clock_type::now();
+    const double cpu_start = cpu_seconds();
     product_rows_into(a, b, c, false);  // single-threaded BLAS on each engine thread, like the engines
     best = std::min(best, seconds_since(start));
+    best_cpu = std::min(best_cpu, cpu_seconds() - cpu_start);
   }
+  dgemm_cpu_rate = 2.0 * n * n * n / best_cpu / 1e9;
   return 2.0 * n * n * n / best / 1e9;
 }
 
@@ -120,14 +144,50 @@ void bench_case(benchmark::State& state, int side, int kernel, int channels, std
   state.SetLabel(ran);
 }
 
+// One convolution: side x side image, c_in -> c_out channels, K x K, padding (K - 1) / 2 on every
+// side, stride, groups; the best of the iterations (wall and CPU separately).
+template <class T>
+void bench_conv(benchmark::State& state, int side, int c_in, int c_out, int kernel, int stride, int groups) {
+  const Random random(1);
+  const std::size_t k = std::size_t(kernel);
+  const Image<T> x = random.stream(purpose_id("input")).uniform_tensor<T, 3>({std::size_t(c_in), std::size_t(side), std::size_t(side)});
+  const Kernel<T> w = random.stream(purpose_id("conv_weight")).uniform_tensor<T, 4>({std::size_t(c_out), std::size_t(c_in / groups), k, k});
+  const std::optional<Vector<T>> b = random.stream(purpose_id("conv_bias")).uniform_tensor<T, 1>({std::size_t(c_out)});
+  ConvGeometry g;
+  const int pad = (kernel - 1) / 2;
+  g.padding = {pad, pad, pad, pad}, g.stride = {stride, stride}, g.groups = groups;
+  double wall[2] = {1e30, 1e30}, cpu[2] = {1e30, 1e30}, flops = 0;
+  for (auto _ : state) {
+    for (const int form : {0, 1}) {
+      const auto start = clock_type::now();
+      const double cpu_start = cpu_seconds();
+      const Image<T> y = conv2d_gemm(x, w, b, g, form == 0 ? ConvGemmForm::automatic : ConvGemmForm::im2col);
+      cpu[form] = std::min(cpu[form], cpu_seconds() - cpu_start);
+      wall[form] = std::min(wall[form], seconds_since(start));
+      flops = 2.0 * double(y.shape(1) * y.shape(2) * k * k) * double(c_in / groups) * double(c_out);
+      benchmark::DoNotOptimize(y.data());
+    }
+    state.SetIterationTime(wall[0]);
+  }
+  state.counters["conv_s"] = wall[0];
+  state.counters["conv_cpu_s"] = cpu[0];
+  state.counters["im2col_s"] = wall[1];
+  state.counters["im2col_cpu_s"] = cpu[1];
+  state.counters["GFLOPs"] = flops / wall[0] / 1e9;
+  state.counters["dgemm_GFLOPs"] = dgemm_rate;
+  state.counters["ratio"] = flops / wall[0] / 1e9 / dgemm_rate;
+  state.counters["cpu_ratio"] = flops / cpu[0] / 1e9 / dgemm_cpu_rate;
+  state.counters["im2col_cpu_ratio"] = flops / cpu[1] / 1e9 / dgemm_cpu_rate;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   use_best_blas_kernel(argv);  // as attnconv does (parallel/blas_kernel.hpp)
   benchmark::Initialize(&argc, argv);
   dgemm_rate = measure_dgemm_rate();
-  std::printf("dgemm (2048^3, %d engine threads x 1 BLAS thread, OpenBLAS kernel %s): %.1f GFLOP/s\n", engine_threads(),
-              blas_kernel().c_str(), dgemm_rate);
+  std::printf("dgemm (2048^3, %d engine threads x 1 BLAS thread, OpenBLAS kernel %s): %.1f GFLOP/s, %.1f per CPU second\n",
+              engine_threads(), blas_kernel().c_str(), dgemm_rate, dgemm_cpu_rate);
   // The performance targets (bench/cases/) first, then the scaling table.
   const struct {
     int side, kernel, channels;
@@ -138,6 +198,21 @@ int main(int argc, char** argv) {
                                   std::to_string(t.channels) + "/" + t.engine).c_str(),
                                  bench_case, t.side, t.kernel, t.channels, std::string(t.engine))
         ->Iterations(1)->Unit(benchmark::kMillisecond)->UseManualTime();
+  // The convolution alone: the targets' 64 -> 64, K = 7 at three sizes, then small and odd ones.
+  const struct {
+    int side, c_in, c_out, kernel, stride, groups;
+    bool float32;
+  } convs[] = {{128, 64, 64, 7, 1, 1, false}, {256, 64, 64, 7, 1, 1, false}, {512, 64, 64, 7, 1, 1, false},
+               {150, 3, 32, 7, 2, 1, false},  {64, 32, 32, 3, 1, 4, false},   {64, 32, 32, 3, 1, 32, false},
+               {16, 64, 64, 7, 1, 1, false},  {128, 64, 64, 7, 1, 1, true}};
+  for (const auto& c : convs) {
+    const std::string name = "conv/" + std::to_string(c.side) + "/C" + std::to_string(c.c_in) + "to" +
+                             std::to_string(c.c_out) + "/K" + std::to_string(c.kernel) + "/s" +
+                             std::to_string(c.stride) + "/g" + std::to_string(c.groups) + (c.float32 ? "/f32" : "/f64");
+    const auto run = c.float32 ? bench_conv<float> : bench_conv<double>;
+    benchmark::RegisterBenchmark(name.c_str(), run, c.side, c.c_in, c.c_out, c.kernel, c.stride, c.groups)
+        ->Iterations(3)->Unit(benchmark::kMillisecond)->UseManualTime();
+  }
   for (const char* engine : {"dense", "separable"})
     for (const int channels : {16, 64})
       for (const int kernel : {3, 5, 7})

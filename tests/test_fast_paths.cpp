@@ -48,10 +48,12 @@ template <class T> SampleRun conv2d_row() {
                     reference::conv2d(s.x, s.weight, s.bias, s.geometry), s.description);
 }
 
-template <class T> SampleRun conv2d_gemm_row() {
-  const auto s = samples::conv_sample<T>();
-  return sample_run(conv2d_gemm(s.x, s.weight, s.bias, s.geometry), reference::conv2d(s.x, s.weight, s.bias, s.geometry),
-                    s.description);
+// The form conv2d_gemm picks (automatic), or one forced; the shifted form takes stride 1 only.
+template <class T, ConvGemmForm form = ConvGemmForm::automatic> SampleRun conv2d_gemm_row() {
+  auto s = samples::conv_sample<T>();
+  if (form == ConvGemmForm::shifted) s.geometry.stride = {1, 1}, s.description += " (stride set to 1)";
+  return sample_run(conv2d_gemm(s.x, s.weight, s.bias, s.geometry, form),
+                    reference::conv2d(s.x, s.weight, s.bias, s.geometry), s.description);
 }
 
 // A sequence is the first image row of a 2D sample with a 1-tall kernel.
@@ -76,6 +78,11 @@ const FastPath fast_paths[] = {
     {"conv2d_blocked float32", "every geometry and groups", 0, conv2d_row<float>},
     {"conv2d_gemm float64", "every geometry and groups (round-off: BLAS's order of the sum)", 1e-12, conv2d_gemm_row<double>},
     {"conv2d_gemm float32", "every geometry and groups (round-off: BLAS's order of the sum)", 1e-5, conv2d_gemm_row<float>},
+    {"conv2d_gemm shifted float64", "stride 1, every other geometry and groups", 1e-12,
+     conv2d_gemm_row<double, ConvGemmForm::shifted>},
+    {"conv2d_gemm shifted float32", "stride 1, every other geometry and groups", 1e-5,
+     conv2d_gemm_row<float, ConvGemmForm::shifted>},
+    {"conv2d_gemm im2col float64", "every geometry and groups", 1e-12, conv2d_gemm_row<double, ConvGemmForm::im2col>},
     {"conv1d_blocked float64", "every geometry and groups", 0, conv1d_row<double>},
     {"mhsa_dense", "every layer", 1e-12,
      [] { return mhsa_row(false, [](const auto& s) { return mhsa_dense(s.layer, s.x, s.height, s.width); }); }},
