@@ -1,5 +1,6 @@
 #include "ops/padding.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -56,12 +57,22 @@ template <class T> Image<T> pad(const Image<T>& x, const Padding& padding, Paddi
   }
   const int out_h = height + padding.top + padding.bottom, out_w = width + padding.left + padding.right;
   Image<T> out({std::size_t(channels), std::size_t(out_h), std::size_t(out_w)});
+  // Each output row: the source row copied whole into the interior, the
+  // border columns one by one.
+  const int j0 = std::max(padding.left, 0), j1 = std::min(out_w, padding.left + width);
   for (int c = 0; c < channels; ++c)
     for (int i = 0; i < out_h; ++i) {
       const int si = source_index(i - padding.top, height, mode);
+      T* row = &out(std::size_t(c), std::size_t(i), 0);
+      const T* from = si < 0 ? nullptr : &x(std::size_t(c), std::size_t(si), 0);
       for (int j = 0; j < out_w; ++j) {
+        if (j == j0 && from != nullptr && j1 > j0) {
+          std::copy(from + (j0 - padding.left), from + (j1 - padding.left), row + j0);
+          j = j1 - 1;
+          continue;
+        }
         const int sj = source_index(j - padding.left, width, mode);
-        out(c, i, j) = (si < 0 || sj < 0) ? T(0) : x(c, si, sj);
+        row[j] = (from == nullptr || sj < 0) ? T(0) : from[sj];
       }
     }
   return out;
