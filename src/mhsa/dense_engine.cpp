@@ -41,6 +41,7 @@ template <class T> inline T lanes_max(const T* row, std::size_t n) {
   for (V& chain : m) chain = V{} + lowest;
   std::size_t k = 0;
   for (; k + 4 * lanes <= n; k += 4 * lanes)
+#pragma GCC unroll 4
     for (std::size_t c = 0; c < 4; ++c) {
       V s;
       std::memcpy(&s, row + k + c * lanes, sizeof s);
