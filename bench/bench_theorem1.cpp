@@ -13,7 +13,8 @@
 //   peak_MiB     peak RSS (getrusage ru_maxrss) of a child process that ran the
 //                case once; estimate_MiB the proof's memory_estimate
 // The dense engine skips weights that are exactly 0, so at alpha = 60 its rate
-// counts operations it did not have to do: see skipped_pct.
+// counts operations it did not have to do: see skipped_pct. The dense_content
+// rows (content terms present) count executed work only.
 //
 // conv/...: the convolution of the check alone (conv2d_gemm, ops/conv2d_gemm.hpp), in the
 // form it picks and, side by side, in its im2col form:
@@ -180,6 +181,54 @@ void bench_conv(benchmark::State& state, int side, int c_in, int c_out, int kern
   state.counters["im2col_cpu_ratio"] = flops / cpu[1] / 1e9 / dgemm_cpu_rate;
 }
 
+// The dense engine with content terms present (Eq. 8: W_qry, W_key and u
+// non-zero), the MHSA alone on side x side tokens of `channels` channels:
+//   "theorem1": the Theorem 1 layer (alpha = 60) plus small random content
+//               terms, so the softmax keeps only a few keys near each target;
+//   "random":   every parameter random, D_k = channels, the positional part
+//               scaled down: the softmax keeps (almost) every key.
+// GFLOPs here counts executed work only (dense_flops - flops_skipped).
+void bench_dense_content(benchmark::State& state, int side, int kernel, int channels, std::string layer_kind) {
+  const std::size_t ch = std::size_t(channels), k = std::size_t(kernel), n = std::size_t(side) * std::size_t(side);
+  Random random(2);
+  MhsaLayer<double> layer;
+  if (layer_kind == "theorem1") {
+    const Kernel<double> w = random.stream(purpose_id("conv_weight")).uniform_tensor<double, 4>({ch, ch, k, k});
+    Theorem1Options options;
+    options.heads = kernel * kernel, options.head_dim = channels, options.alpha = 60;
+    layer = theorem1_layer<double>(w, std::nullopt, options);
+    for (AttentionHead<double>& head : layer.heads) {
+      head.w_qry = random.uniform_tensor<double, 2>({head.w_qry.shape(0), head.w_qry.shape(1)}) * 0.1;
+      head.w_key = random.uniform_tensor<double, 2>({head.w_key.shape(0), head.w_key.shape(1)}) * 0.1;
+      head.u = random.uniform_tensor<double, 1>({head.u.shape(0)}) * 0.1;
+    }
+  } else {
+    const std::size_t d_p = std::size_t(encoding_dim(layer.encoding));
+    for (int h = 0; h < kernel * kernel; ++h)
+      layer.heads.push_back({random.uniform_tensor<double, 2>({ch, ch}) * 0.2, random.uniform_tensor<double, 2>({ch, ch}) * 0.2,
+                             random.uniform_tensor<double, 2>({ch, d_p}) * 1e-3, random.uniform_tensor<double, 1>({ch}),
+                             random.uniform_tensor<double, 1>({ch}), random.uniform_tensor<double, 2>({ch, ch})});
+    layer.w_out = random.uniform_tensor<double, 2>({layer.heads.size() * ch, ch});
+    layer.b_out = random.uniform_tensor<double, 1>({ch});
+  }
+  const Matrix<double> tokens = random.stream(purpose_id("input")).uniform_tensor<double, 2>({n, ch});
+  double mhsa_s = 1e30, executed = 0, skipped = 0, flops = 0;
+  for (auto _ : state) {
+    const auto start = clock_type::now();
+    const EngineResult<double> result = run_mhsa(Engine::dense, layer, tokens, std::size_t(side), std::size_t(side));
+    mhsa_s = std::min(mhsa_s, seconds_since(start));
+    benchmark::DoNotOptimize(result.y.data());
+    flops = result.flops, skipped = result.flops_skipped, executed = flops - skipped;
+    state.SetIterationTime(mhsa_s);
+  }
+  state.counters["mhsa_s"] = mhsa_s;
+  state.counters["GFLOPs"] = executed / mhsa_s / 1e9;
+  state.counters["dgemm_GFLOPs"] = dgemm_rate;
+  state.counters["ratio"] = executed / mhsa_s / 1e9 / dgemm_rate;
+  state.counters["skipped_pct"] = 100 * skipped / flops;
+  state.SetLabel("dense");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,6 +262,10 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(name.c_str(), run, c.side, c.c_in, c.c_out, c.kernel, c.stride, c.groups)
         ->Iterations(3)->Unit(benchmark::kMillisecond)->UseManualTime();
   }
+  for (const char* kind : {"theorem1", "random"})
+    benchmark::RegisterBenchmark(("dense_content/64/K3/C32/" + std::string(kind)).c_str(), bench_dense_content, 64, 3,
+                                 32, std::string(kind))
+        ->Iterations(3)->Unit(benchmark::kMillisecond)->UseManualTime();
   for (const char* engine : {"dense", "separable"})
     for (const int channels : {16, 64})
       for (const int kernel : {3, 5, 7})

@@ -3,6 +3,7 @@
 // random layers whose every term is non-zero; the softmax helpers; alpha = 1e4.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <vector>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
@@ -109,6 +110,56 @@ TEST_CASE("softmax_span is the first and last key whose weight does not underflo
       INFO("n " << n << ", trial " << trial);
       CHECK(span.begin == begin);
       CHECK(span.end == end);
+    }
+}
+
+TEST_CASE("softmax_span and softmax_exp from chunk maxima: the same span and the same bits as over the whole row",
+          "[mhsa_dense]") {
+  // Rows of `chunks` chunks of `width` keys (key rows of an image): a few keys
+  // near the maximum, the rest -1000 below (e^-1000 = 0 exactly); sometimes a
+  // NaN far from them, which must widen the span to the whole row.
+  Random random(8);
+  for (std::size_t width = 1; width <= 9; ++width)
+    for (std::size_t chunks = 1; chunks <= 6; ++chunks)
+      for (int trial = 0; trial < 10; ++trial) {
+        const std::size_t n = width * chunks;
+        const xt::xtensor<double, 1> u =
+            random.stream(n * 1000 + width * 10 + std::size_t(trial)).uniform_tensor<double, 1>({4});
+        std::vector<double> row(n, -1000.0);
+        for (std::size_t i = 0; i < 3; ++i) row[std::size_t((u(i) + 1) / 2 * double(n))] = u(i);
+        if (trial % 3 == 2) row[std::size_t((u(3) + 1) / 2 * double(n))] = std::nan("");
+        std::vector<double> chunk_max(chunks);
+        for (std::size_t c = 0; c < chunks; ++c) chunk_max[c] = row_max(row.data() + c * width, width);
+        const double max = row_max(chunk_max.data(), chunks);
+        INFO("width " << width << ", chunks " << chunks << ", trial " << trial);
+        CHECK(std::isnan(max) == (trial % 3 == 2));
+        if (!std::isnan(max)) CHECK(max == row_max(row.data(), n));
+        const SoftmaxSupport whole = softmax_span(row.data(), n, max);
+        const SoftmaxSupport span = softmax_span(row.data(), chunk_max.data(), chunks, width, max);
+        CHECK(span.begin == whole.begin);
+        CHECK(span.end == whole.end);
+        if (std::isnan(max)) CHECK((span.begin == 0 && span.end == n));
+        std::vector<double> expected = row, got = row;
+        softmax_exp(expected.data(), whole, max);
+        softmax_exp(got.data(), span, chunk_max.data(), width, max);
+        for (std::size_t k = 0; k < n; ++k) {
+          INFO("key " << k);
+          if (std::isnan(max))
+            CHECK(std::isnan(got[k]));
+          else
+            CHECK(std::memcmp(&got[k], &expected[k], sizeof(double)) == 0);
+        }
+      }
+}
+
+TEST_CASE("row_max is NaN when any score is NaN, wherever it lies", "[mhsa_dense]") {
+  for (const std::size_t n : {1, 7, 8, 9, 17, 33})
+    for (std::size_t at = 0; at < n; ++at) {
+      std::vector<double> row(n, 1.0);
+      row[at] = std::nan("");
+      INFO("n " << n << ", NaN at " << at);
+      CHECK(std::isnan(row_max(row.data(), n)));
+      CHECK(std::isnan(row_max(std::vector<float>(row.begin(), row.end()).data(), n)));
     }
 }
 

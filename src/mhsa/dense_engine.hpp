@@ -41,7 +41,8 @@ struct SoftmaxSupport {
 };
 
 // The softmax of one row of scores, in place: subtract the row maximum, so that
-// it stays exact at any scale of the scores (alpha = 1e4 included). The three
+// it stays exact at any scale of the scores (alpha = 1e4 included); a NaN
+// score makes the maximum NaN and the span the whole row. The three
 // steps, for a caller that zeroes only what it reads:
 //   softmax_span:  the keys whose e^(row[k] - max) does not underflow to exactly 0;
 //   softmax_exp:   row[k] = e^(row[k] - max) / sum over that span (the rest untouched);
@@ -50,5 +51,11 @@ template <class T> T row_max(const T* row, std::size_t n);
 template <class T> SoftmaxSupport softmax_span(const T* row, std::size_t n, T max);
 template <class T> void softmax_exp(T* row, SoftmaxSupport span, T max);
 template <class T> SoftmaxSupport softmax_inplace(T* row, std::size_t n);
+// The same span and weights for a row of `chunks` chunks of `width` keys, given
+// each chunk's row_max (chunk_max; max = row_max of those): whole chunks whose
+// maximum underflows are skipped, so neither rereads the row outside its span.
+template <class T>
+SoftmaxSupport softmax_span(const T* row, const T* chunk_max, std::size_t chunks, std::size_t width, T max);
+template <class T> void softmax_exp(T* row, SoftmaxSupport span, const T* chunk_max, std::size_t width, T max);
 
 }  // namespace attnconv
