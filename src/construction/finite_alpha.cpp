@@ -1,6 +1,7 @@
 #include "construction/finite_alpha.hpp"
 
 #include "mhsa/blas.hpp"
+#include "parallel/threads.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -46,10 +47,14 @@ float rounded_up(double v) {  // v >= 0
 template <class T>
 Scales scales(const Matrix<T>& x, const xt::xtensor<double, 2>& m, const xt::xtensor<double, 2>& b,
               std::size_t block_cols) {
-  const auto to_float = [](const auto& a, bool up) {
+  const auto to_float = [](const auto& a, bool up) {  // in fixed chunks of rows on the engine threads
     xt::xtensor<float, 2> out(a.shape());
-    std::transform(a.begin(), a.end(), out.begin(),
-                   [up](auto v) { return up ? rounded_up(std::abs(double(v))) : float(v); });
+    const std::size_t cols = a.shape(1), rows = 1024;
+    parallel_for((a.shape(0) + rows - 1) / rows, [&](std::size_t chunk, std::size_t) {
+      const std::size_t begin = chunk * rows * cols, end = std::min(a.size(), begin + rows * cols);
+      std::transform(a.data() + begin, a.data() + end, out.data() + begin,
+                     [up](auto v) { return up ? rounded_up(std::abs(double(v))) : float(v); });
+    });
     return out;
   };
   const std::vector<float> value_f = max_abs_of_product_blocks(to_float(x, false), to_float(m, false), block_cols);

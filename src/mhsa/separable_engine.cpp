@@ -38,16 +38,34 @@ template <class T> struct Attention1d {
   std::vector<SoftmaxSupport> support;
 };
 
-template <class T, class Query, class Score>
-Attention1d<T> attention_1d(std::size_t queries, std::size_t keys, const Query& query, const Score& score) {
+// `score` holds score(d) at d + keys - 1 for every offset d = k - q_i in
+// (-keys, keys): the rows' softmaxes in parallel (each row on its own: the
+// numbers do not depend on the thread count).
+template <class T, class Query>
+Attention1d<T> attention_1d(std::size_t queries, std::size_t keys, const Query& query, const std::vector<T>& score) {
   Attention1d<T> att{queries, keys, std::vector<T>(queries * keys), std::vector<SoftmaxSupport>(queries)};
-  for (std::size_t i = 0; i < queries; ++i) {
+  parallel_for(queries, [&](std::size_t i, std::size_t) {
     T* row = &att.p[i * keys];
-    for (std::size_t k = 0; k < keys; ++k) row[k] = score(int(k) - int(query(i)));
+    const T* s = &score[keys - 1 - query(i)];  // s[k] = score(k - q_i)
+    std::copy(s, s + keys, row);
     att.support[i] = softmax_inplace(row, keys);
-  }
+  });
   return att;
 }
+
+// The 1D attentions already made, by their score table: heads whose score
+// along an axis is the same function (bit for bit: in Theorem 1's
+// construction, the heads of one kernel row or column) share it.
+template <class T> struct Attention1dCache {
+  std::vector<std::pair<std::vector<T>, Attention1d<T>>> made;
+  template <class Query>
+  const Attention1d<T>& get(std::size_t queries, std::size_t keys, const Query& query, std::vector<T> score) {
+    for (const auto& [table, att] : made)
+      if (table == score) return att;
+    Attention1d<T> att = attention_1d<T>(queries, keys, query, score);
+    return made.emplace_back(std::move(score), std::move(att)).second;
+  }
+};
 
 // out[e] = (((0 + w[0] x_0[e]) + w[1] x_1[e]) + ...) for e < n, the terms
 // x_t = x + t * stride in order: each output is summed in registers over the
@@ -203,6 +221,7 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
   std::vector<T> along_width(height * queries.count[1] * c_max);
   std::vector<T> value, attended;  // the value side's, allocated when a head needs them
   std::vector<ColumnGroup<T>> groups;
+  Attention1dCache<T> rows_made, cols_made;
   for (std::size_t h = 0; h < layer.heads.size(); ++h) {
     const AttentionHead<T>& head = layer.heads[h];
     if (all_zero(head.w_val)) continue;  // SA_h(X) = 0 exactly: adds nothing
@@ -214,10 +233,16 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
       for (std::size_t p = 0; p < d_p; ++p) s += a(p) * r[p];
       return s;
     };
-    Attention1d<T> p_rows = attention_1d<T>(
-        queries.count[0], height, [&](std::size_t i) { return queries.at(0, i); }, [&](int d) { return score(d, 0); });
-    Attention1d<T> p_cols = attention_1d<T>(
-        queries.count[1], width, [&](std::size_t j) { return queries.at(1, j); }, [&](int d) { return score(0, d); });
+    // f(d) and g(d) for every offset d = k - q of a key and a query along each axis
+    const auto table = [](std::size_t keys, const auto& f) {
+      std::vector<T> out(2 * keys - 1);
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = f(int(i) - int(keys - 1));
+      return out;
+    };
+    Attention1d<T> p_rows = rows_made.get(queries.count[0], height, [&](std::size_t i) { return queries.at(0, i); },
+                                          table(height, [&](int d) { return score(d, 0); }));
+    Attention1d<T> p_cols = cols_made.get(queries.count[1], width, [&](std::size_t j) { return queries.at(1, j); },
+                                          table(width, [&](int d) { return score(0, d); }));
     const Matrix<T> w_out_h = xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all());
 
     // SA_h(X) W_out^(h) = P (X W_val) W_out^(h) = (P X)(W_val W_out^(h)): attend on the
