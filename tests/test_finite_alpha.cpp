@@ -130,10 +130,9 @@ TEST_CASE("the bound's scales, from float32 products, are upper bounds of the ex
   for (int h = 0; h < 9; ++h) targets[std::size_t(h)] = target_shift(h / 3, h % 3, {3, 3}, {1, 1});
   const double u = std::ldexp(1.0, -24);
 
-  SECTION("tokens of every magnitude a float holds, and subnormal ones") {
+  SECTION("tokens from 2^-100 to 2^110 (float32 products)") {
     Matrix<double> x = rng.uniform_tensor<double, 2>({height * width, c_in}) - 0.5;
-    for (std::size_t k = 0; k < x.shape(0); ++k) x(k, k % c_in) *= std::ldexp(1.0, int(k % 7) * 40 - 140);
-    x(3, 0) = 1e-44;
+    for (std::size_t k = 0; k < x.shape(0); ++k) x(k, k % c_in) *= std::ldexp(1.0, int(k % 7) * 35 - 100);
     const ExactScales exact = exact_scales(layer, x);
     const FiniteAlphaBound b = finite_alpha_bound(layer, x, height, width, c_in * 9, targets, 8.0, 1.0);
     long double head_scale = 0;
@@ -153,12 +152,55 @@ TEST_CASE("the bound's scales, from float32 products, are upper bounds of the ex
     CHECK(b.head_scale >= head_scale);
     CHECK(b.head_scale <= head_scale + 4 * (c_in + 3) * u * b.abs_scale);
   }
-  SECTION("tokens beyond float32: the exact maxima of float64 products") {
+  SECTION("tokens beyond float32, and subnormal in float32: float64 products, still bounds") {
     Matrix<double> x = rng.uniform_tensor<double, 2>({height * width, c_in}) - 0.5;
     x(4, 1) = 1e300;
+    x(3, 0) = 1e-44;
     const ExactScales exact = exact_scales(layer, x);
     const FiniteAlphaBound b = finite_alpha_bound(layer, x, height, width, c_in * 9, targets, 8.0, 1.0);
     CHECK(std::isfinite(b.head_scale));
+    CHECK(b.heads.at(0).abs_value_scale >= exact.abs[0]);
     CHECK(b.heads.at(0).abs_value_scale == Approx(double(exact.abs[0])).epsilon(1e-13));
+  }
+}
+
+TEST_CASE("the bound's scales stay upper bounds where float32 cannot hold the inputs", "[finite_alpha]") {
+  Theorem1Options options;
+  options.heads = 1, options.head_dim = 2, options.alpha = 8;
+  std::vector<std::optional<std::array<int, 2>>> targets(1);
+  targets[0] = std::array<int, 2>{0, 0};
+  SECTION("tokens that are subnormal in float32 (an error of 2^-150 absolute, not u relative)") {
+    Kernel<double> w = xt::zeros<double>({1, 1, 1, 1});
+    w(0, 0, 0, 0) = 1e30;
+    const MhsaLayer<double> layer = theorem1_layer<double>(w, std::nullopt, options);
+    Matrix<double> x = xt::zeros<double>({9, 1});
+    x.fill(1.49 * std::ldexp(1.0, -149));
+    const ExactScales exact = exact_scales(layer, x);
+    const FiniteAlphaBound b = finite_alpha_bound(layer, x, 3, 3, 1, targets, 8.0, 1.0);
+    CHECK(b.head_scale >= exact.value[0]);
+    CHECK(b.abs_scale >= exact.abs[0]);
+  }
+  SECTION("a token channel beyond float32 that no weight reads (inf * 0 = NaN)") {
+    Kernel<double> w = xt::zeros<double>({1, 2, 1, 1});
+    w(0, 1, 0, 0) = 1.0;  // channel 0 unused
+    const MhsaLayer<double> layer = theorem1_layer<double>(w, std::nullopt, options);
+    Matrix<double> x = xt::ones<double>({9, 2});
+    x(0, 0) = 1e39, x(0, 1) = 1e30;
+    const ExactScales exact = exact_scales(layer, x);
+    const FiniteAlphaBound b = finite_alpha_bound(layer, x, 3, 3, 2, targets, 8.0, 1.0);
+    CHECK(b.abs_scale >= exact.abs[0]);
+    CHECK(b.head_scale >= exact.value[0]);
+  }
+  SECTION("products that overflow float32 with both signs (inf - inf = NaN)") {
+    Kernel<double> w = xt::zeros<double>({1, 2, 1, 1});
+    w(0, 0, 0, 0) = 1e20, w(0, 1, 0, 0) = -1e20;
+    const MhsaLayer<double> layer = theorem1_layer<double>(w, std::nullopt, options);
+    Matrix<double> x = xt::ones<double>({9, 2});
+    x *= 1e20;
+    x(4, 1) = 0.5e20;
+    const ExactScales exact = exact_scales(layer, x);
+    const FiniteAlphaBound b = finite_alpha_bound(layer, x, 3, 3, 2, targets, 8.0, 1.0);
+    CHECK(b.head_scale >= exact.value[0]);
+    CHECK(b.head_scale <= exact.value[0] * (1 + 1e-12));
   }
 }

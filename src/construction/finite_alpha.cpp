@@ -24,17 +24,22 @@ double gaussian_tail(double a) {
 }
 // Upper bounds on the scales of the bound, per head (blocks of D_out columns):
 //   value[h] >= max_k |X_k M_h|_inf,  abs[h] >= max_k (|X_k| B_h)_inf,
-// M_h = W_val^h W_out^h, B_h = |W_val^h| |W_out^h| (side by side in m, b), from
-// products in float32 (twice the rate of float64, half the bytes) with their
-// error bounded (docs/design.md, "Finite alpha"; our derivation):
-//   abs: the inputs rounded up, |x| <= x^, B <= B^; a sum of k >= 0 products in
-//        float32 is at least (1 - u)^k times the exact one, less k 2^-149 for
-//        underflow, so (|X| B)_ij <= (fl(X^ B^)_ij + k 2^-149) (1 + 2 (k + 1) u);
-//   value: rounded to nearest, |X M - fl(X~ M~)| <= (2 u + u^2) |X| |M| + gamma_k (1 + u)^2 |X| |M|
-//        (+ underflow), and |M| <= B, so |X M|_ij <= |fl(X~ M~)|_ij + 2 (k + 3) u abs[h].
-// (u = 2^-24.) The bounds exceed the exact maxima by at most about 3 (k + 2) u
-// relative (k = D_in = 64: 1.2e-5). Falls back to float64 (exact maxima of the
-// double products, as before) when a value does not fit in float32.
+// M_h = W_val^h W_out^h, B_h = |W_val^h| |W_out^h| (side by side in m, b; computed in
+// float64 over D_h terms, so within gamma_{D_h} B of the exact ones), from products
+// in float32 (twice the rate of float64, half the bytes) or, when float32 cannot
+// hold an input, in float64, with their error bounded (docs/design.md, "Finite
+// alpha"; our derivation). With u, eta = the unit round-off and half the smallest
+// subnormal of the product's dtype, k = D_in:
+//   abs: the inputs rounded up, |x| <= x^, B <= B^ (exact in float64); a sum of k >= 0
+//        products is at least (1 - u)^k times the exact one, less k eta for underflow, so
+//        (|X_k| B)_ij <= (fl(X^ B^)_ij + 2 k eta) (1 + 2 (k + 1) u) (1 + 2 (D_h + 1) u64);
+//   value: rounded to nearest (no subnormal input: then each errs by u relative),
+//        |X M - fl(X~ M~)| <= (2 u + u^2 + gamma_k (1 + u)^2) |X| |M| + 2 k eta, and
+//        |M| <= B, so |X M|_ij <= |fl(X~ M~)|_ij + (2 (k + 3) u + 2 (D_h + 1) u64) abs[h] + 2 k eta.
+// The bounds exceed the exact maxima by at most about 3 (k + 2) u relative
+// (float32, k = D_in = 64: 1.2e-5). float32 is used when every input is 0 or a
+// normal float32 number and no product overflows (the maxima propagate NaN:
+// mhsa/blas.hpp); else float64.
 struct Scales {
   std::vector<double> value, abs;
 };
@@ -44,9 +49,30 @@ float rounded_up(double v) {  // v >= 0
   return double(f) < v ? std::nextafter(f, std::numeric_limits<float>::infinity()) : f;
 }
 
+// The products' maxima (float32 or float64) made bounds as above; false when one is not finite.
+template <class F>
+bool bounded(const std::vector<F>& value_max, const std::vector<F>& abs_max, const xt::xtensor<double, 2>& b,
+             std::size_t block_cols, double k, double d_h, Scales& out) {
+  const double u = std::numeric_limits<F>::epsilon() / 2, u64 = std::numeric_limits<double>::epsilon() / 2;
+  const double eta = double(std::numeric_limits<F>::denorm_min()) / 2;
+  const double rounding = 1 + 8 * u64;  // the float64 arithmetic of the two lines below
+  const double margin = (1 + 2 * (k + 1) * u) * (1 + 2 * (d_h + 1) * u64) * rounding;
+  out = {std::vector<double>(value_max.size()), std::vector<double>(abs_max.size())};
+  bool finite = true;
+  for (std::size_t h = 0; h < abs_max.size(); ++h) {
+    const auto block = xt::view(b, xt::all(), xt::range(h * block_cols, std::min(b.shape(1), (h + 1) * block_cols)));
+    if (std::all_of(block.begin(), block.end(), [](double v) { return v == 0; })) continue;  // a silent head: exactly 0
+    out.abs[h] = (double(abs_max[h]) + 2 * k * eta) * margin;
+    out.value[h] = (double(value_max[h]) + (2 * (k + 3) * u + 2 * (d_h + 1) * u64) * out.abs[h] + 2 * k * eta) * rounding;
+    finite = finite && std::isfinite(out.abs[h]) && std::isfinite(out.value[h]);
+  }
+  return finite;
+}
+
 template <class T>
 Scales scales(const Matrix<T>& x, const xt::xtensor<double, 2>& m, const xt::xtensor<double, 2>& b,
-              std::size_t block_cols) {
+              std::size_t block_cols, std::size_t d_h) {
+  const double k = double(x.shape(1));
   const auto to_float = [](const auto& a, bool up) {  // in fixed chunks of rows on the engine threads
     xt::xtensor<float, 2> out(a.shape());
     const std::size_t cols = a.shape(1), rows = 1024;
@@ -57,22 +83,25 @@ Scales scales(const Matrix<T>& x, const xt::xtensor<double, 2>& m, const xt::xte
     });
     return out;
   };
-  const std::vector<float> value_f = max_abs_of_product_blocks(to_float(x, false), to_float(m, false), block_cols);
-  const std::vector<float> abs_f = max_abs_of_product_blocks(to_float(x, true), to_float(b, true), block_cols);
-  const double k = double(x.shape(1)), u = std::ldexp(1.0, -24), underflow = k * std::ldexp(1.0, -149);
-  const double margin = 1 + 2 * (k + 1) * u + 1e-15;  // 1e-15: the double arithmetic of this line and the next
-  Scales out{std::vector<double>(value_f.size()), std::vector<double>(abs_f.size())};
-  bool finite = true;
-  for (std::size_t h = 0; h < abs_f.size(); ++h) {
-    const auto block = xt::view(b, xt::all(), xt::range(h * block_cols, std::min(b.shape(1), (h + 1) * block_cols)));
-    if (std::all_of(block.begin(), block.end(), [](double v) { return v == 0; })) continue;  // a silent head: exactly 0
-    out.abs[h] = (double(abs_f[h]) + underflow) * margin;
-    out.value[h] = (double(value_f[h]) + 2 * (k + 3) * u * out.abs[h] + underflow) * (1 + 1e-15);
-    finite = finite && std::isfinite(out.abs[h]) && std::isfinite(out.value[h]);
-  }
-  if (finite) return out;
+  // Every input 0 or a normal float32 number: none subnormal (it would err by eta
+  // absolute, not u relative), none beyond FLT_MAX (inf * 0 = NaN).
+  const auto fits = [](const auto& a) {
+    return std::all_of(a.begin(), a.end(), [](auto v) {
+      const double magnitude = std::abs(double(v));
+      return magnitude == 0 || (magnitude >= double(std::numeric_limits<float>::min()) &&
+                                magnitude <= double(std::numeric_limits<float>::max()));
+    });
+  };
+  Scales out;
+  if (fits(x) && fits(m) && fits(b) &&
+      bounded(max_abs_of_product_blocks(to_float(x, false), to_float(m, false), block_cols),
+              max_abs_of_product_blocks(to_float(x, true), to_float(b, true), block_cols), b, block_cols, k,
+              double(d_h), out))
+    return out;
   const xt::xtensor<double, 2> xd = xt::cast<double>(x), x_abs = xt::abs(xd);
-  return {max_abs_of_product_blocks(xd, m, block_cols), max_abs_of_product_blocks(x_abs, b, block_cols)};
+  bounded(max_abs_of_product_blocks(xd, m, block_cols), max_abs_of_product_blocks(x_abs, b, block_cols), b,
+          block_cols, k, double(d_h), out);  // not finite: the scales are inf or NaN, and so is the bound
+  return out;
 }
 
 }  // namespace
@@ -160,7 +189,7 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
     xt::view(m_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = xt::linalg::dot(w_val, w_out);
     xt::view(m_abs_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = xt::linalg::dot(xt::abs(w_val), xt::abs(w_out));
   }
-  const Scales scale = scales(tokens, m_all, m_abs_all, d_out);
+  const Scales scale = scales(tokens, m_all, m_abs_all, d_out, d_h);
   const std::vector<double>& value_scale = scale.value;
   const std::vector<double>& abs_value_scale = scale.abs;
   for (std::size_t h = 0; h < heads; ++h) {

@@ -40,12 +40,16 @@ template <class T> Matrix<T> product_rows(const Matrix<T>& a, const Matrix<T>& b
   return c;
 }
 
+// max(a, b), NaN when either is (std::max(a, NaN) = a would hide a NaN).
+template <class T> T nan_max(T a, T b) { return b > a || b != b ? b : a; }
+
 // For each block of `block_cols` consecutive columns of B (the last one may be
 // narrower): max |(A B)_ij| over the rows i and that block's columns j, without
 // holding A B. A fixed chunk of rows of A is multiplied by all of B at once
 // (one product per chunk: A's rows are packed once for every block, however
 // many blocks there are) into its thread's scratch and reduced there. max is
-// exact, so the result depends neither on the chunking nor on the thread count.
+// exact, so the result depends neither on the chunking nor on the thread count;
+// a NaN entry makes its block's maximum NaN.
 template <class T>
 std::vector<T> max_abs_of_product_blocks(const Matrix<T>& a, const Matrix<T>& b, std::size_t block_cols) {
   const std::size_t m = a.shape(0), k = a.shape(1), n = b.shape(1);
@@ -69,15 +73,15 @@ std::vector<T> max_abs_of_product_blocks(const Matrix<T>& a, const Matrix<T>& b,
         const T* row = c + i * n;
         std::size_t j = j0;
         for (; j + 4 <= j1; j += 4)
-          for (std::size_t l = 0; l < 4; ++l) mx[l] = std::max(mx[l], std::abs(row[j + l]));
-        for (; j < j1; ++j) mx[0] = std::max(mx[0], std::abs(row[j]));
+          for (std::size_t l = 0; l < 4; ++l) mx[l] = nan_max(mx[l], std::abs(row[j + l]));
+        for (; j < j1; ++j) mx[0] = nan_max(mx[0], std::abs(row[j]));
       }
-      chunk_max[chunk * blocks + block] = std::max(std::max(mx[0], mx[1]), std::max(mx[2], mx[3]));
+      chunk_max[chunk * blocks + block] = nan_max(nan_max(mx[0], mx[1]), nan_max(mx[2], mx[3]));
     }
   });
   for (std::size_t chunk = 0; chunk < chunks; ++chunk)
     for (std::size_t block = 0; block < blocks; ++block)
-      out[block] = std::max(out[block], chunk_max[chunk * blocks + block]);
+      out[block] = nan_max(out[block], chunk_max[chunk * blocks + block]);
   return out;
 }
 

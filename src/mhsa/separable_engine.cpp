@@ -215,6 +215,7 @@ Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::siz
   const std::size_t d_p = std::size_t(encoding_dim(layer.encoding));
 
   Matrix<T> y = xt::zeros<T>({n_q, d_out});
+  if (n == 0) return y;  // an empty image: no query either (queries.within)
   std::vector<T> r(d_p);
   // Work buffers, reused by every head (fresh pages per head cost more than the arithmetic).
   const std::size_t c_max = std::max(d_in, d_h);
