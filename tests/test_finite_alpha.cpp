@@ -2,6 +2,7 @@
 // eigenvalue for the generalised quadratic encoding, and alpha_min.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <utility>
 
 #include "construction/finite_alpha.hpp"
 #include "construction/theorem1.hpp"
@@ -165,41 +166,39 @@ TEST_CASE("the bound's scales, from float32 products, are upper bounds of the ex
 }
 
 TEST_CASE("the bound's scales stay upper bounds where float32 cannot hold the inputs", "[finite_alpha]") {
-  Theorem1Options options;
-  options.heads = 1, options.head_dim = 2, options.alpha = 8;
-  std::vector<std::optional<std::array<int, 2>>> targets(1);
-  targets[0] = std::array<int, 2>{0, 0};
+  // The exact scales and the bound of a one-head 1x1 construction of w on the 3 x 3 tokens x.
+  const auto scales_of = [](const Kernel<double>& w, const Matrix<double>& x) {
+    Theorem1Options options;
+    options.heads = 1, options.head_dim = 2, options.alpha = 8;
+    const MhsaLayer<double> layer = theorem1_layer<double>(w, std::nullopt, options);
+    const std::vector<std::optional<std::array<int, 2>>> targets{std::array<int, 2>{0, 0}};
+    return std::pair{exact_scales(layer, x), finite_alpha_bound(layer, x, 3, 3, w.shape(1), targets, 8.0, 1.0)};
+  };
   SECTION("tokens that are subnormal in float32 (an error of 2^-150 absolute, not u relative)") {
     Kernel<double> w = xt::zeros<double>({1, 1, 1, 1});
     w(0, 0, 0, 0) = 1e30;
-    const MhsaLayer<double> layer = theorem1_layer<double>(w, std::nullopt, options);
     Matrix<double> x = xt::zeros<double>({9, 1});
     x.fill(1.49 * std::ldexp(1.0, -149));
-    const ExactScales exact = exact_scales(layer, x);
-    const FiniteAlphaBound b = finite_alpha_bound(layer, x, 3, 3, 1, targets, 8.0, 1.0);
+    const auto [exact, b] = scales_of(w, x);
     CHECK(b.head_scale >= exact.value[0]);
     CHECK(b.abs_scale >= exact.abs[0]);
   }
   SECTION("a token channel beyond float32 that no weight reads (inf * 0 = NaN)") {
     Kernel<double> w = xt::zeros<double>({1, 2, 1, 1});
     w(0, 1, 0, 0) = 1.0;  // channel 0 unused
-    const MhsaLayer<double> layer = theorem1_layer<double>(w, std::nullopt, options);
     Matrix<double> x = xt::ones<double>({9, 2});
     x(0, 0) = 1e39, x(0, 1) = 1e30;
-    const ExactScales exact = exact_scales(layer, x);
-    const FiniteAlphaBound b = finite_alpha_bound(layer, x, 3, 3, 2, targets, 8.0, 1.0);
+    const auto [exact, b] = scales_of(w, x);
     CHECK(b.abs_scale >= exact.abs[0]);
     CHECK(b.head_scale >= exact.value[0]);
   }
   SECTION("products that overflow float32 with both signs (inf - inf = NaN)") {
     Kernel<double> w = xt::zeros<double>({1, 2, 1, 1});
     w(0, 0, 0, 0) = 1e20, w(0, 1, 0, 0) = -1e20;
-    const MhsaLayer<double> layer = theorem1_layer<double>(w, std::nullopt, options);
     Matrix<double> x = xt::ones<double>({9, 2});
     x *= 1e20;
     x(4, 1) = 0.5e20;
-    const ExactScales exact = exact_scales(layer, x);
-    const FiniteAlphaBound b = finite_alpha_bound(layer, x, 3, 3, 2, targets, 8.0, 1.0);
+    const auto [exact, b] = scales_of(w, x);
     CHECK(b.head_scale >= exact.value[0]);
     CHECK(b.head_scale <= exact.value[0] * (1 + 1e-12));
   }

@@ -22,6 +22,7 @@ double gaussian_tail(double a) {
     if (term <= s * 1e-18) return s;  // also when the term underflows to 0
   }
 }
+
 // Upper bounds on the scales of the bound, per head (blocks of D_out columns):
 //   value[h] >= max_k |X_k M_h|_inf,  abs[h] >= max_k (|X_k| B_h)_inf,
 // M_h = W_val^h W_out^h, B_h = |W_val^h| |W_out^h| (side by side in m, b; computed in

@@ -57,23 +57,25 @@ template <class T> Image<T> pad(const Image<T>& x, const Padding& padding, Paddi
   }
   const int out_h = height + padding.top + padding.bottom, out_w = width + padding.left + padding.right;
   Image<T> out({std::size_t(channels), std::size_t(out_h), std::size_t(out_w)});
-  // Each output row: the source row copied whole into the interior, the
-  // border columns one by one.
-  const int j0 = std::max(padding.left, 0), j1 = std::min(out_w, padding.left + width);
+  // Each output row: the border columns one by one, the interior [j0, j1) copied
+  // whole from its source row (a zero row when the source is padding).
+  const int j0 = std::clamp(padding.left, 0, out_w), j1 = std::clamp(padding.left + width, j0, out_w);
   for (int c = 0; c < channels; ++c)
     for (int i = 0; i < out_h; ++i) {
       const int si = source_index(i - padding.top, height, mode);
       T* row = &out(std::size_t(c), std::size_t(i), 0);
-      const T* from = si < 0 ? nullptr : &x(std::size_t(c), std::size_t(si), 0);
-      for (int j = 0; j < out_w; ++j) {
-        if (j == j0 && from != nullptr && j1 > j0) {
-          std::copy(from + (j0 - padding.left), from + (j1 - padding.left), row + j0);
-          j = j1 - 1;
-          continue;
-        }
-        const int sj = source_index(j - padding.left, width, mode);
-        row[j] = (from == nullptr || sj < 0) ? T(0) : from[sj];
+      if (si < 0) {
+        std::fill(row, row + out_w, T(0));
+        continue;
       }
+      const T* from = &x(std::size_t(c), std::size_t(si), 0);
+      const auto border = [&](int j) {
+        const int sj = source_index(j - padding.left, width, mode);
+        row[j] = sj < 0 ? T(0) : from[sj];
+      };
+      for (int j = 0; j < j0; ++j) border(j);
+      std::copy(from + (j0 - padding.left), from + (j1 - padding.left), row + j0);
+      for (int j = j1; j < out_w; ++j) border(j);
     }
   return out;
 }
