@@ -16,6 +16,7 @@
 #include "harness/resources.hpp"
 #include "harness/runner.hpp"
 #include "harness/signal_cleanup.hpp"
+#include "harness/sizes.hpp"
 #include "harness/version.hpp"
 #include "parallel/blas_kernel.hpp"
 

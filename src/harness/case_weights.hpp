@@ -16,10 +16,6 @@
 
 namespace attnconv {
 
-// The tensors that are not a module's parameters: the data it is applied to,
-// and an outside implementation's output for it.
-inline bool is_data_tensor(const std::string& name) { return name == "input" || name == "reference_output"; }
-
 // The name of a proof's tensor in a PyTorch state_dict: conv_weight -> weight,
 // conv_bias -> bias, any other name unchanged.
 std::string state_dict_name(const std::string& tensor);

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "harness/runner.hpp"
+#include "harness/case_run.hpp"
 
 namespace attnconv {
 

@@ -8,7 +8,6 @@
 #include <xtensor/xview.hpp>
 
 #include "harness/errors.hpp"
-#include "harness/case_weights.hpp"
 #include "harness/npy_check.hpp"
 #include "harness/tensor_source.hpp"
 #include "harness/quote.hpp"

@@ -24,58 +24,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-json case_entry(const Case& c) {
-  json entry = {{"name", c.name},         {"proof", c.proof},          {"file", c.file},
-                {"params", c.params},     {"expect", c.expect},        {"sweep_group", c.base_name},
-                {"sweep_point", c.sweep_point}};
-  if (!c.weights_file.empty()) entry["weights_file"] = c.weights_file;
-  if (!c.weights_file.empty()) entry["weights_prefix"] = c.weights_prefix;
-  if (!c.weights.empty()) entry["weights"] = c.weights;
-  if (!c.provenance.empty()) entry["provenance"] = c.provenance;
-  if (c.batch > 0) entry["batch"] = c.batch;
-  if (c.weights_partial) {
-    json drawn = json::array();
-    for (const auto& [name, source] : c.provenance.items())
-      if (source.contains("drawn_from_seed") && name != "input") drawn.push_back(name);
-    entry["weights_drawn"] = drawn;
-  }
-  return entry;
-}
-
-json error_entry(const Case& c, const std::string& message, double seconds) {
-  json entry = case_entry(c);
-  entry["status"] = "error";
-  entry["verdict"] = "error";
-  entry["metrics"] = json::object();
-  entry["tolerance"] = c.tolerance;
-  entry["message"] = "error: " + message;
-  entry["seconds"] = seconds;
-  return entry;
-}
-
-json run_case(const Case& c, const RunOptions& options) {
-  json entry = case_entry(c);
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    const CaseResult result = run_verify(c);
-    const Outcome& outcome = result.outcome;
-    const Verdict& verdict = result.verdict;
-    entry["status"] = verdict.status;
-    entry["verdict"] = verdict.verdict;
-    entry["metrics"] = outcome.metrics;
-    entry["tolerance"] = verdict.tolerance;
-    entry["message"] = verdict.message;
-    if (!options.dump_dir.empty()) {
-      const std::string dir = (std::filesystem::path(options.dump_dir) / c.name).string();
-      dump_tensors(dir, outcome.tensors);
-    }
-  } catch (const std::exception& e) {
-    return error_entry(c, e.what(), seconds_since(start));
-  }
-  entry["seconds"] = seconds_since(start);
-  return entry;
-}
-
 json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   json report = {{"schema_version", report_schema_version},

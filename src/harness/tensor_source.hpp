@@ -12,6 +12,10 @@
 
 namespace attnconv {
 
+// The tensors that are not a module's parameters: the data it is applied to,
+// and an outside implementation's output for it.
+inline bool is_data_tensor(const std::string& name) { return name == "input" || name == "reference_output"; }
+
 struct TensorSource {
   std::string file;   // as the case gives it, relative to the case file
   std::string entry;  // the .npz entry; empty: `file` is an .npy
