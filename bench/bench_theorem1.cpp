@@ -36,8 +36,8 @@
 #include <optional>
 
 #include "construction/theorem1.hpp"
-#include "harness/case_loader.hpp"
-#include "harness/proof.hpp"
+#include "cases/case_loader.hpp"
+#include "proof/proof.hpp"
 #include "parallel/blas_kernel.hpp"
 #include "parallel/threads.hpp"
 #include "mhsa/blas.hpp"

@@ -7,12 +7,12 @@
 #include <sstream>
 #include <string>
 
-#include "harness/case_loader.hpp"
-#include "harness/errors.hpp"
-#include "harness/journal.hpp"
-#include "harness/npy_check.hpp"
-#include "harness/resources.hpp"
-#include "harness/runner.hpp"
+#include "cases/case_loader.hpp"
+#include "io/errors.hpp"
+#include "run/journal.hpp"
+#include "io/npy_check.hpp"
+#include "run/resources.hpp"
+#include "run/runner.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

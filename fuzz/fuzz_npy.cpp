@@ -1,5 +1,5 @@
 // libFuzzer target: any bytes as an .npy file, through the load-time check
-// and the loader (harness/npy_check), which must agree: both accept it (with
+// and the loader (io/npy_check), which must agree: both accept it (with
 // the same shape and values), or both refuse it with the same message. Any
 // other outcome, a crash or a sanitizer report is a bug.
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/npy_check.hpp"
+#include "io/npy_check.hpp"
 #include "scratch_file.hpp"
 
 namespace {

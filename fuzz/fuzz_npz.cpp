@@ -1,5 +1,5 @@
 // libFuzzer target: any bytes as an .npz file, through the .npz reader
-// (harness/npz): its directory, then every entry (inflated, CRC-checked) read
+// (io/npz): its directory, then every entry (inflated, CRC-checked) read
 // as an .npy by the reader the loader uses. Either may refuse the file with a
 // std::runtime_error; a crash, a hang or a sanitizer report is a bug.
 #include <cstdint>
@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/npy_check.hpp"
-#include "harness/npz.hpp"
+#include "io/npy_check.hpp"
+#include "io/npz.hpp"
 #include "scratch_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,16 +1,16 @@
 // libFuzzer target: any bytes read as a report, the way merge and plot read
-// one (strict JSON, then harness/report_validation), and, when valid, what
+// one (strict JSON, then report/report_validation), and, when valid, what
 // they compute from it (the sweep fits, a one-shard merge) must either work
 // or be refused with InputError. Any other exception, a crash or a sanitizer
 // report is a bug.
 #include <cstdint>
 #include <string>
 
-#include "harness/errors.hpp"
-#include "harness/json_reader.hpp"
-#include "harness/merge.hpp"
-#include "harness/report_validation.hpp"
-#include "harness/sweep_fit.hpp"
+#include "io/errors.hpp"
+#include "io/json_reader.hpp"
+#include "report/merge.hpp"
+#include "report/report_validation.hpp"
+#include "report/sweep_fit.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -3,8 +3,8 @@
 #include <map>
 
 #include "acmix/state_dict.hpp"
-#include "harness/errors.hpp"
-#include "harness/npy.hpp"
+#include "io/errors.hpp"
+#include "proof/npy.hpp"
 #include "proof/common_params.hpp"
 
 namespace attnconv {

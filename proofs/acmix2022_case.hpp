@@ -4,7 +4,7 @@
 // loaded from .npy files named by the reference state_dict keys ("weights": {"conv1.weight": ...}).
 #include "acmix/acmix_module.hpp"
 #include "acmix/random_weights.hpp"
-#include "harness/proof.hpp"
+#include "proof/proof.hpp"
 #include "proof/dtype.hpp"
 
 namespace attnconv {

@@ -12,7 +12,7 @@
 
 #include "acmix/conv_decomposition.hpp"
 #include "acmix2022_case.hpp"
-#include "harness/errors.hpp"
+#include "io/errors.hpp"
 #include "metrics/compare.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"

@@ -17,7 +17,7 @@
 #include "acmix/equivalent_kernel.hpp"
 #include "acmix2022_case.hpp"
 #include "acmix/state_dict.hpp"
-#include "harness/short_number.hpp"
+#include "proof/short_number.hpp"
 #include "acmix/window_attention_loop.hpp"
 #include "metrics/compare.hpp"
 #include "proof/common_params.hpp"

@@ -14,7 +14,7 @@
 #include <limits>
 #include <xtensor/xview.hpp>
 
-#include "harness/errors.hpp"
+#include "io/errors.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/relative_bias_attention.hpp"
 #include "ops/lightweight_conv.hpp"

@@ -18,9 +18,9 @@
 
 #include "construction/gaussian_attention.hpp"
 #include "construction/nearest_convolution.hpp"
-#include "harness/errors.hpp"
-#include "harness/npy.hpp"
-#include "harness/short_number.hpp"
+#include "io/errors.hpp"
+#include "proof/npy.hpp"
+#include "proof/short_number.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/attention_row.hpp"
 #include "mhsa/engine.hpp"

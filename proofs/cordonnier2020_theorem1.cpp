@@ -8,8 +8,8 @@
 // "Padding, stride, dilation"). The encoding is the theorem's quadratic one
 // (D_p = 3) or the paper's generalised quadratic encoding with a full precision
 // per head (D_p = 5).
-#include "harness/sizes.hpp"
-#include "harness/short_number.hpp"
+#include "io/sizes.hpp"
+#include "proof/short_number.hpp"
 #include "mhsa/attention_row.hpp"
 #include "mhsa/engine.hpp"
 #include "ops/dense_kernel.hpp"

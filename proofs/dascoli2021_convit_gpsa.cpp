@@ -20,7 +20,7 @@
 #include "construction/convit_init.hpp"
 #include "construction/nearest_convolution.hpp"
 #include "construction/theorem1.hpp"
-#include "harness/errors.hpp"
+#include "io/errors.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/gpsa.hpp"
 #include "ops/conv2d_blocked.hpp"

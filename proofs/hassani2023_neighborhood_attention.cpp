@@ -17,7 +17,7 @@
 #include <xtensor/xview.hpp>
 
 #include "construction/theorem1_check.hpp"
-#include "harness/short_number.hpp"
+#include "proof/short_number.hpp"
 #include "local/neighborhood_attention.hpp"
 #include "local_common.hpp"
 #include "mhsa/dense_engine.hpp"

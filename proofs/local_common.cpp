@@ -4,7 +4,7 @@
 #include <cmath>
 #include <xtensor/xview.hpp>
 
-#include "harness/errors.hpp"
+#include "io/errors.hpp"
 #include "ops/padding.hpp"
 #include "reference/conv.hpp"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "construction/theorem1.hpp"
-#include "harness/proof.hpp"
+#include "proof/proof.hpp"
 #include "local/head_tensor.hpp"
 #include "mhsa/mhsa_layer.hpp"
 #include "proof/case_tensors.hpp"

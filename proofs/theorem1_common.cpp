@@ -7,8 +7,8 @@
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 
-#include "harness/npy.hpp"
-#include "harness/short_number.hpp"
+#include "proof/npy.hpp"
+#include "proof/short_number.hpp"
 #include "metrics/compare.hpp"
 #include "proof/common_params.hpp"
 

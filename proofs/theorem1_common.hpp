@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "construction/theorem1_check.hpp"
-#include "harness/conv_geometry.hpp"
-#include "harness/errors.hpp"
-#include "harness/proof.hpp"
+#include "proof/conv_geometry.hpp"
+#include "io/errors.hpp"
+#include "proof/proof.hpp"
 #include "proof/common_params.hpp"
 #include "proof/dtype.hpp"
 

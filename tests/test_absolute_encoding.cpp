@@ -9,8 +9,8 @@
 
 #include "construction/absolute_encoding.hpp"
 #include "construction/theorem1.hpp"
-#include "harness/case_loader.hpp"
-#include "harness/runner.hpp"
+#include "cases/case_loader.hpp"
+#include "run/runner.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/dense_engine.hpp"
 #include "ops/padding.hpp"

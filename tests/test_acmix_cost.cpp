@@ -4,7 +4,7 @@
 
 #include "acmix/conv_decomposition.hpp"
 #include "acmix/random_weights.hpp"
-#include "harness/proof.hpp"
+#include "proof/proof.hpp"
 #include "tensor/random.hpp"
 
 using namespace attnconv;

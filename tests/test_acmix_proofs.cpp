@@ -5,10 +5,10 @@
 #include <map>
 #include <xtensor/xnpy.hpp>
 
-#include "harness/case_loader.hpp"
-#include "harness/errors.hpp"
-#include "harness/resources.hpp"
-#include "harness/runner.hpp"
+#include "cases/case_loader.hpp"
+#include "io/errors.hpp"
+#include "run/resources.hpp"
+#include "run/runner.hpp"
 
 using namespace attnconv;
 

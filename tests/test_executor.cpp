@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "cli_support.hpp"
-#include "harness/case_loader.hpp"
-#include "harness/errors.hpp"
-#include "harness/executor.hpp"
-#include "harness/runner.hpp"
+#include "cases/case_loader.hpp"
+#include "io/errors.hpp"
+#include "run/executor.hpp"
+#include "run/runner.hpp"
 
 namespace {
 

@@ -14,10 +14,10 @@
 #include <thread>
 
 #include "cli_support.hpp"
-#include "harness/atomic_file.hpp"
-#include "harness/output_lock.hpp"
-#include "harness/quote.hpp"
-#include "harness/signal_cleanup.hpp"
+#include "run/atomic_file.hpp"
+#include "run/output_lock.hpp"
+#include "io/quote.hpp"
+#include "run/signal_cleanup.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "cli/html_report.hpp"
-#include "harness/errors.hpp"
+#include "report/html_report.hpp"
+#include "io/errors.hpp"
 
 using namespace attnconv;
 

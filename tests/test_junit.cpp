@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "harness/junit.hpp"
+#include "report/junit.hpp"
 
 using namespace attnconv;
 

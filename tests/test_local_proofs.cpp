@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <xtensor/xnpy.hpp>
 
-#include "harness/case_loader.hpp"
-#include "harness/errors.hpp"
-#include "harness/runner.hpp"
+#include "cases/case_loader.hpp"
+#include "io/errors.hpp"
+#include "run/runner.hpp"
 
 using namespace attnconv;
 

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "cli_support.hpp"
-#include "harness/proof.hpp"
+#include "proof/proof.hpp"
 
 using namespace attnconv;
 using namespace attnconv::testing;

@@ -5,13 +5,13 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
-#include "cli/plot.hpp"
+#include "report/plot.hpp"
 #include "cli_support.hpp"
 #include "construction/gaussian_attention.hpp"
 #include "construction/nearest_convolution.hpp"
 #include "construction/theorem1.hpp"
-#include "harness/case_loader.hpp"
-#include "harness/verdict.hpp"
+#include "cases/case_loader.hpp"
+#include "proof/verdict.hpp"
 #include "mhsa/dense_engine.hpp"
 #include "mhsa/engine.hpp"
 #include "reference/mhsa.hpp"

@@ -1,4 +1,4 @@
-// The .npy reader (harness/npy_check) against numpy itself: every file
+// The .npy reader (io/npy_check) against numpy itself: every file
 // tests/scripts/npy_variants.py writes with numpy (all format versions, byte
 // orders, Fortran order, hand-written headers) is read exactly as numpy.load
 // reads it, by the load-time check and the loader alike; the files numpy.load
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
-#include "harness/npy_check.hpp"
+#include "io/npy_check.hpp"
 
 namespace {
 

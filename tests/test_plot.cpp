@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <sstream>
 
-#include "cli/plot.hpp"
+#include "report/plot.hpp"
 #include "cli_support.hpp"
-#include "harness/case_loader.hpp"
-#include "harness/proof.hpp"
+#include "cases/case_loader.hpp"
+#include "proof/proof.hpp"
 #include "construction/theorem1.hpp"
 #include "mhsa/attention_row.hpp"
 #include "mhsa/dense_engine.hpp"

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
-#include "harness/progress.hpp"
+#include "run/progress.hpp"
 
 using namespace attnconv;
 

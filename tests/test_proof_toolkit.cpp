@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <typeinfo>
 
-#include "harness/case_loader.hpp"
-#include "harness/errors.hpp"
+#include "cases/case_loader.hpp"
+#include "io/errors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
 

@@ -4,10 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include "cli_support.hpp"
-#include "harness/case_loader.hpp"
-#include "harness/journal.hpp"
-#include "harness/runner.hpp"
-#include "harness/sha256.hpp"
+#include "cases/case_loader.hpp"
+#include "run/journal.hpp"
+#include "run/runner.hpp"
+#include "io/sha256.hpp"
 
 namespace {
 

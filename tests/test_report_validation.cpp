@@ -1,5 +1,5 @@
 // Reports read back by merge and plot are validated first (harness/
-// report_validation, harness/json_schema): the C++ validator agrees with
+// report_validation, report/json_schema): the C++ validator agrees with
 // Python's jsonschema on the generated report schema for good and bad
 // reports, and merge and plot refuse a malformed or hand-edited report with
 // exit 2, a message naming the file and the key, and nothing written.
@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
-#include "harness/errors.hpp"
-#include "harness/json_schema.hpp"
-#include "harness/report_validation.hpp"
-#include "harness/schema.hpp"
+#include "io/errors.hpp"
+#include "report/json_schema.hpp"
+#include "report/report_validation.hpp"
+#include "report/schema.hpp"
 
 namespace {
 

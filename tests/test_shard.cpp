@@ -1,11 +1,11 @@
-// --shard I/N (harness/shard) and `attnconv merge` (harness/merge), which
+// --shard I/N (cases/shard) and `attnconv merge` (report/merge), which
 // joins the shards' reports back into the unsharded one.
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "harness/errors.hpp"
-#include "harness/merge.hpp"
-#include "harness/shard.hpp"
+#include "io/errors.hpp"
+#include "report/merge.hpp"
+#include "cases/shard.hpp"
 
 using namespace attnconv;
 

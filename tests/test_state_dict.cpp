@@ -9,9 +9,9 @@
 #include <xtensor/xview.hpp>
 
 #include "cli_support.hpp"
-#include "harness/npy_check.hpp"
-#include "harness/npz.hpp"
-#include "harness/sha256.hpp"
+#include "io/npy_check.hpp"
+#include "io/npz.hpp"
+#include "io/sha256.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "harness/sweep_fit.hpp"
+#include "report/sweep_fit.hpp"
 
 using attnconv::json;
 

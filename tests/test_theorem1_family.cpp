@@ -11,7 +11,7 @@
 #include <xtensor/xview.hpp>
 
 #include "construction/theorem1.hpp"
-#include "harness/case_loader.hpp"
+#include "cases/case_loader.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/dense_engine.hpp"
 #include "ops/conv2d_blocked.hpp"

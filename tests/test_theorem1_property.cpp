@@ -4,8 +4,8 @@
 // encodings. Each sample runs through the proof exactly as a case file would.
 // On a failure RapidCheck shrinks to the smallest failing configuration and
 // prints it (the generated values and the case JSON). Fixed seed: reproducible.
-#include "harness/case_loader.hpp"
-#include "harness/proof.hpp"
+#include "cases/case_loader.hpp"
+#include "proof/proof.hpp"
 #include "property.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
-#include "harness/verdict.hpp"
+#include "proof/verdict.hpp"
 
 using namespace attnconv;
 using namespace attnconv::testing;

@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <set>
 
-#include "harness/errors.hpp"
-#include "harness/output_lock.hpp"
-#include "harness/output_paths.hpp"
-#include "harness/tensor_source.hpp"
+#include "io/errors.hpp"
+#include "run/output_lock.hpp"
+#include "run/output_paths.hpp"
+#include "proof/tensor_source.hpp"
 
 namespace attnconv {
 

@@ -1,12 +1,12 @@
 #pragma once
 // What `run`, `merge` and `plot` read and write, checked before anything runs or is
-// written (harness/output_paths.hpp): no output over an input or another
+// written (run/output_paths.hpp): no output over an input or another
 // output, every output writable.
 #include <string>
 #include <vector>
 
-#include "harness/proof.hpp"
-#include "harness/runner.hpp"
+#include "proof/proof.hpp"
+#include "run/runner.hpp"
 
 namespace attnconv {
 

@@ -3,20 +3,20 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cli/html_report.hpp"
+#include "report/html_report.hpp"
 #include "cli/output_checks.hpp"
-#include "cli/plot.hpp"
-#include "harness/atomic_file.hpp"
-#include "harness/errors.hpp"
-#include "harness/junit.hpp"
-#include "harness/merge.hpp"
-#include "harness/name_filter.hpp"
-#include "harness/output_lock.hpp"
-#include "harness/output_paths.hpp"
-#include "harness/quote.hpp"
-#include "harness/report_validation.hpp"
-#include "harness/schema.hpp"
-#include "harness/shard.hpp"
+#include "report/plot.hpp"
+#include "run/atomic_file.hpp"
+#include "io/errors.hpp"
+#include "report/junit.hpp"
+#include "report/merge.hpp"
+#include "cases/name_filter.hpp"
+#include "run/output_lock.hpp"
+#include "run/output_paths.hpp"
+#include "io/quote.hpp"
+#include "report/report_validation.hpp"
+#include "report/schema.hpp"
+#include "cases/shard.hpp"
 
 namespace attnconv {
 

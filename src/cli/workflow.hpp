@@ -12,8 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "harness/progress.hpp"
-#include "harness/runner.hpp"
+#include "run/progress.hpp"
+#include "run/runner.hpp"
 
 namespace attnconv {
 

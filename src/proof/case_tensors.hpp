@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 
-#include "harness/npy.hpp"
-#include "harness/proof.hpp"
+#include "proof/npy.hpp"
+#include "proof/proof.hpp"
 #include "tensor/random.hpp"
 #include "tensor/tensor.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "harness/errors.hpp"
+#include "io/errors.hpp"
 
 namespace attnconv {
 

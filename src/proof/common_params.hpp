@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "harness/proof.hpp"
+#include "proof/proof.hpp"
 #include "ops/conv2d_blocked.hpp"
 #include "proof/dtype.hpp"
 

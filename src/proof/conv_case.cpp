@@ -1,8 +1,8 @@
 #include "proof/conv_case.hpp"
 
-#include "harness/conv_geometry.hpp"
-#include "harness/errors.hpp"
-#include "harness/npy.hpp"
+#include "proof/conv_geometry.hpp"
+#include "io/errors.hpp"
+#include "proof/npy.hpp"
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/dtype.hpp"

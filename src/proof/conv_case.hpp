@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "harness/proof.hpp"
+#include "proof/proof.hpp"
 #include "ops/conv2d_blocked.hpp"
 #include "proof/common_params.hpp"
 

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/proof.hpp"
+#include "proof/proof.hpp"
 #include "proof/dtype.hpp"
 
 namespace attnconv {

@@ -1,0 +1,26 @@
+#pragma once
+// .npy input of a case's tensors (through the reader of npy_check.hpp, the
+// one the loader checks files with) and output of its dumps (xtensor's npy).
+#include <string>
+#include <vector>
+
+#include "proof/proof.hpp"
+
+namespace attnconv {
+
+// Loads `key` of case.weights (an .npy or .npz entry, relative to the case
+// file) as T with exactly `shape`; of a batch input (and its reference_output),
+// the case's sample. Throws InputError naming the file, the case and the key.
+template <class T> xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& shape);
+
+bool has_case_tensor(const Case& c, const std::string& key);
+
+// Every key of case.weights must be one of `known`: a typo must not fall back
+// silently to random numbers. Throws InputError naming the key, with the
+// closest known name.
+void check_tensor_names(const Case& c, const std::vector<std::string>& known);
+
+// Writes every tensor of `tensors` as DIR/<name>.npy.
+void dump_tensors(const std::string& dir, const std::vector<NamedTensor>& tensors);
+
+}  // namespace attnconv

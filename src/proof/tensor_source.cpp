@@ -1,0 +1,131 @@
+#include "proof/tensor_source.hpp"
+
+#include <limits.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "io/npz.hpp"
+#include "proof/params.hpp"
+#include "io/quote.hpp"
+#include "io/sha256.hpp"
+
+namespace attnconv {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The entry named `name` of the .npz at `path`; throws std::runtime_error
+// starting with the path.
+std::string npz_entry_bytes(const std::string& path, const std::string& name) {
+  const std::string shown = clip(path, PATH_MAX);
+  std::vector<NpzEntry> entries;
+  try {
+    entries = read_npz_directory(path);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(shown + " " + e.what());
+  }
+  for (const auto& entry : entries)
+    if (entry.name == name) try {
+        return read_npz_entry(path, entry);
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(shown + " " + e.what());
+      }
+  const std::string best = closest(name, npz_names(entries));
+  throw std::runtime_error(shown + " has no entry '" + clip(name) + "'" +
+                           (best.empty() ? "" : " (did you mean '" + clip(best) + "'?)"));
+}
+
+std::string entry_label(const std::string& path, const std::string& entry) {
+  return clip(path, PATH_MAX) + " entry '" + clip(entry) + "'";
+}
+
+}  // namespace
+
+TensorSource tensor_source(const json& value) {
+  if (value.is_string()) return {value.get<std::string>(), ""};
+  if (value.is_object() && value.contains("file") && value["file"].is_string() && value.contains("entry") &&
+      value["entry"].is_string())
+    return {value["file"].get<std::string>(), value["entry"].get<std::string>()};
+  throw std::runtime_error("a tensor source is an .npy path or {\"file\": <.npz path>, \"entry\": <name>}, got " +
+                           quote(value));
+}
+
+json to_json(const TensorSource& source) {
+  if (source.entry.empty()) return source.file;
+  return {{"file", source.file}, {"entry", source.entry}};
+}
+
+std::string source_path(const std::string& case_file, const TensorSource& source) {
+  return (fs::path(case_file).parent_path() / source.file).string();
+}
+
+FileDigest cached_file_digest(const std::string& path) {
+  // Keyed by the file's identity as stat gives it: a file rewritten meanwhile is hashed again.
+  std::error_code error;
+  const auto size = fs::file_size(path, error);
+  const auto time = fs::last_write_time(path, error).time_since_epoch().count();
+  const std::string key = fs::weakly_canonical(fs::absolute(path), error).string() + "|" + std::to_string(size) + "|" +
+                          std::to_string(time);
+  static std::mutex mutex;
+  static std::map<std::string, FileDigest> digests;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto found = digests.find(key); found != digests.end()) return found->second;
+  return digests.emplace(key, file_digest(path)).first->second;
+}
+
+FileDigest file_digest(const std::string& path) {
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) throw std::runtime_error("cannot read " + clip(path, PATH_MAX));
+  Sha256 hash;
+  std::vector<char> buffer(std::size_t(1) << 20);
+  FileDigest digest;
+  while (stream) {
+    stream.read(buffer.data(), std::streamsize(buffer.size()));
+    const auto n = std::size_t(stream.gcount());
+    hash.update(buffer.data(), n);
+    digest.bytes += n;
+  }
+  if (!stream.eof()) throw std::runtime_error("cannot read " + clip(path, PATH_MAX));
+  digest.sha256 = hash.hex_digest();
+  return digest;
+}
+
+SourceCheck check_tensor_source(const std::string& case_file, const TensorSource& source, const std::string& descr,
+                                const std::optional<std::vector<std::size_t>>& shape) {
+  const std::string path = source_path(case_file, source);
+  if (source.entry.empty()) {
+    const NpyCheck check = check_npy_file(path, descr, shape);
+    return {check.problem, check.digest, "", check.shape};
+  }
+  SourceCheck out;
+  try {
+    const std::string bytes = npz_entry_bytes(path, source.entry);
+    const NpyCheck check = check_npy_bytes(bytes, entry_label(path, source.entry), descr, shape);
+    out.problem = check.problem;
+    out.shape = check.shape;
+    out.entry_sha256 = check.digest.sha256;
+  } catch (const std::runtime_error& e) {
+    out.problem = e.what();
+  }
+  return out;
+}
+
+template <class T>
+NpyTensor<T> read_tensor_source(const std::string& case_file, const TensorSource& source,
+                                const std::optional<std::vector<std::size_t>>& shape) {
+  const std::string path = source_path(case_file, source);
+  if (source.entry.empty()) return read_npy_file<T>(path, shape);
+  return read_npy_bytes<T>(npz_entry_bytes(path, source.entry), entry_label(path, source.entry), shape);
+}
+
+template NpyTensor<float> read_tensor_source(const std::string&, const TensorSource&,
+                                             const std::optional<std::vector<std::size_t>>&);
+template NpyTensor<double> read_tensor_source(const std::string&, const TensorSource&,
+                                              const std::optional<std::vector<std::size_t>>&);
+
+}  // namespace attnconv

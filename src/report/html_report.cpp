@@ -1,0 +1,149 @@
+#include "report/html_report.hpp"
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "report/html_assets.hpp"
+#include "report/html_cases.hpp"
+#include "report/report_figures.hpp"
+#include "report/svg_figure.hpp"
+#include "report/junit.hpp"
+#include "proof/short_number.hpp"
+#include "proof/verdict.hpp"
+
+namespace attnconv {
+
+namespace {
+
+using nlohmann::json;
+
+std::string field(const json& object, const char* key) {
+  return object.is_object() && object.contains(key) ? html_json(object[key]) : "-";
+}
+
+// Verdict counts, provenance of the run, and the files its cases loaded.
+std::string header(const json& report, const std::string& source) {
+  const json summary = report.value("summary", json::object());
+  std::string out = "<header><h1>attnconv report</h1><p>" + xml_escape(source) + "</p><p class=\"counts\">";
+  for (const char* status : {"passed", "failed", "errored", "total"})
+    out += std::string("<span class=\"") + (status[0] == 'p' ? "pass" : status[0] == 'f' ? "fail" : status[0] == 'e' ? "error" : "") +
+           "\">" + field(summary, status) + " " + status + "</span>";
+  const json verdicts = summary.value("verdicts", json::object());
+  for (const auto& name : verdict_names)
+    if (verdicts.value(name, 0) > 0) out += "<span>" + field(verdicts, name.c_str()) + " " + xml_escape(name) + "</span>";
+  out += "<span>" + (summary.value("seconds", json()).is_number() ? short_number(summary["seconds"].get<double>()) : "-") +
+         " s</span></p>";
+  if (report.value("interrupted", false))
+    out += "<p class=\"banner\">interrupted by " + field(report, "interrupted_by") + ": " +
+           std::to_string(report.value("not_run", json::array()).size()) + " cases not run</p>";
+  const json tool = report.value("tool", json::object()), env = report.value("environment", json::object()),
+             run = report.value("run", json::object());
+  const std::vector<std::tuple<const char*, const json*, const char*>> rows{
+      {"tool", &tool, "name"},           {"version", &tool, "version"},       {"commit", &tool, "git_commit"},
+      {"compiler", &env, "compiler"},    {"BLAS", &env, "blas"},              {"BLAS threads", &env, "blas_threads"},
+      {"engine threads", &env, "engine_threads"}, {"host", &env, "host"},     {"start time", &env, "start_time"},
+      {"jobs", &run, "jobs"}};
+  out += "<div class=\"tables\"><table class=\"kv\" id=\"provenance\"><caption>provenance</caption>";
+  for (const auto& [label, object, key] : rows)
+    out += std::string("<tr><th>") + label + "</th><td>" + field(*object, key) + "</td></tr>";
+  if (report.contains("shard")) out += "<tr><th>shard</th><td>" + html_json(report["shard"].value("index", json())) + " of " +
+                                       html_json(report["shard"].value("count", json())) + "</td></tr>";
+  out += "</table>";
+  // the loaded files, once each
+  std::map<std::string, std::pair<std::string, std::string>> files;  // file -> bytes, sha256
+  for (const auto& c : report["cases"]) {
+    const json provenance = c.value("provenance", json::object());
+    for (const auto& [tensor, source] : provenance.items())
+      if (source.is_object() && source.contains("file") && source.contains("sha256"))
+        files[source["file"].dump()] = {field(source, "bytes"), field(source, "sha256")};
+  }
+  if (!files.empty()) {
+    out += "<details id=\"loaded\"><summary>the cases loaded " + std::to_string(files.size()) +
+           " files: their SHA-256</summary><table class=\"kv grid\"><tr><th>file</th><th>bytes</th><th>SHA-256</th></tr>";
+    for (const auto& [file, about] : files)
+      out += "<tr><td>" + html_json(json::parse(file)) + "</td><td>" + about.first + "</td><td><code>" + about.second +
+             "</code></td></tr>";
+    out += "</table></details>";
+  }
+  return out + "</div></header>";
+}
+
+// The alpha sweeps: a table of their fits and a figure each.
+std::string sweeps_section(const std::vector<AlphaSweep>& sweeps) {
+  std::string out = "<section id=\"sweeps\" class=\"sweeps\"><h2>Sweep fits</h2>";
+  if (sweeps.empty()) return out + "<p>No alpha sweep in this report.</p></section>";
+  out += "<p>Least squares of ln(max_abs) against alpha over the points above round-off; Theorem 1's finite-alpha "
+         "error decays like e<sup>-alpha</sup>, a slope near -1.</p><table class=\"grid\"><tr><th>group</th>"
+         "<th>points used</th><th>slope</th><th>intercept</th></tr>";
+  for (std::size_t k = 0; k < sweeps.size(); ++k) {
+    const json& fit = sweeps[k].fit;
+    const auto number = [&](const char* key) {
+      return fit.is_object() && fit.value(key, json()).is_number() ? html_number(fit[key].get<double>()) : "-";
+    };
+    out += "<tr><td><a href=\"#sweep-" + std::to_string(k) + "\">" + xml_escape(sweeps[k].group) + "</a></td><td>" +
+           field(fit, "points_used") + " of " + field(fit, "points_total") + "</td><td>" + number("slope") + "</td><td>" +
+           number("intercept") + "</td></tr>";
+  }
+  out += "</table>";
+  for (std::size_t k = 0; k < sweeps.size(); ++k)
+    out += "<figure id=\"sweep-" + std::to_string(k) + "\">" + svg_alpha_sweep(sweeps[k]) + "</figure>";
+  return out + "</section>";
+}
+
+// The messages of the cases whose claim fails, errs, or holds only in part
+// (its bound holds, the claim is approached, not reached).
+std::string findings_section(const json& cases) {
+  std::string out = "<section id=\"findings\" class=\"findings\"><h2>Findings</h2>";
+  bool any = false;
+  for (const char* verdict : {"fails", "error", "fails as predicted", "bound holds"}) {
+    std::string items;
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < cases.size(); ++i)
+      if (cases[i].value("verdict", "") == verdict)
+        ++count, items += "<li><a href=\"#" + case_anchor(i) + "\">" + html_json(cases[i].value("name", json())) +
+                          "</a>: " + html_json(cases[i].value("message", json())) + "</li>";
+    if (!count) continue;
+    any = true;
+    const bool open = std::string(verdict) == "fails" || std::string(verdict) == "error";
+    out += std::string("<details") + (open ? " open" : "") +
+           "><summary>" + verdict + " (" + std::to_string(count) + ")</summary><ul>" + items + "</ul></details>";
+  }
+  return out + (any ? "" : "<p>Every case's claim holds to round-off.</p>") + "</section>";
+}
+
+}  // namespace
+
+std::string html_path_beside(const std::string& report) {
+  return (std::filesystem::path(report).parent_path() / "report.html").string();
+}
+
+std::string html_report(const json& report, const std::string& source) {
+  check_report_cases(report, "html");
+  const std::vector<AlphaSweep> sweeps = alpha_sweeps(report);
+  CaseLinks links;
+  for (std::size_t k = 0; k < sweeps.size(); ++k) links.sweep_anchor[sweeps[k].group] = "sweep-" + std::to_string(k);
+  std::ostringstream notes;  // a case its proof cannot draw keeps its row, without figures
+  for (const CaseFigures& c : proof_figures(report, notes))
+    for (const FigureData& figure : c.figures) links.figures[c.c] += "<figure>" + svg_figure(figure) + "</figure>";
+
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+         "script-src 'unsafe-inline'; img-src data:\">"
+         "<meta name=\"viewport\" content=\"width=device-width\"><link rel=\"icon\" href=\"data:,\">"
+         // with scripts, the details rows are hidden from the first layout on (html_assets.cpp)
+         "<script>document.documentElement.classList.add(\"js\")</script><title>attnconv report: " +
+         xml_escape(source) + "</title><style>" + html_style + "</style></head><body>" + header(report, source) +
+         "<nav><a href=\"#cases-section\">cases</a><a href=\"#sweeps\">sweep fits</a><a href=\"#findings\">findings</a></nav>"
+         "<section id=\"cases-section\"><h2>Cases</h2><p>Failed and errored cases first. A row opens its details; a "
+         "column header sorts.</p><div id=\"controls\" hidden><label>filter <input id=\"filter-text\" type=\"search\" "
+         "placeholder=\"name, proof, verdict, message\"></label> <label>status <select id=\"filter-status\">"
+         "<option value=\"\">all</option><option value=\"pass\">pass</option><option value=\"fail\">fail</option><option value=\"error\">error</option></select>"
+         "</label> <span id=\"shown\" aria-live=\"polite\"></span></div>" +
+         html_cases_table(report["cases"], links) + "</section>" + sweeps_section(sweeps) +
+         findings_section(report["cases"]) + "<script>" + html_script + "</script></body></html>\n";
+}
+
+}  // namespace attnconv

@@ -1,0 +1,237 @@
+#include "report/json_schema.hpp"
+
+#include <cmath>
+#include <optional>
+#include <map>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+namespace attnconv {
+
+using json = nlohmann::json;
+
+namespace {
+
+// Appends `value` as JSON to `out`, stopping once `out` holds `limit`
+// characters: never deeper than that, whatever the nesting.
+void dump_bounded(const json& value, std::string& out, std::size_t limit) {
+  if (out.size() >= limit) return;
+  if (value.is_array() || value.is_object()) {
+    out += value.is_array() ? '[' : '{';
+    bool first = true;
+    for (auto it = value.begin(); it != value.end() && out.size() < limit; ++it, first = false) {
+      if (!first) out += ',';
+      if (value.is_object()) out += json(it.key()).dump(-1, ' ', false, json::error_handler_t::replace) + ':';
+      dump_bounded(*it, out, limit);
+    }
+    out += value.is_array() ? ']' : '}';
+  } else {
+    out += value.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+}
+
+// A value quoted in a message: at most ~60 characters.
+std::string shown(const json& value) {
+  std::string text;
+  dump_bounded(value, text, 61);
+  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+}
+
+std::string type_of(const json& value) {
+  if (value.is_null()) return "null";
+  if (value.is_boolean()) return "boolean";
+  if (value.is_number_integer()) return "integer";
+  if (value.is_number()) return "number";
+  if (value.is_string()) return "string";
+  if (value.is_array()) return "array";
+  return "object";
+}
+
+bool has_type(const json& value, const std::string& type) {
+  if (type == "integer")
+    return value.is_number_integer() || (value.is_number_float() && std::floor(value.get<double>()) == value.get<double>());
+  if (type == "number") return value.is_number();
+  return type_of(value) == type;
+}
+
+// The JSON Schema equality of two instances: 1 and 1.0 are equal.
+bool equal(const json& a, const json& b) {
+  if (a.is_number() && b.is_number()) return a.get<double>() == b.get<double>();
+  return a == b;
+}
+
+class Validator {
+ public:
+  explicit Validator(const json& root) : root_(root) {}
+
+  // The first violation under `path`, if any.
+  std::optional<std::string> check(const json& schema, const json& value, const std::string& path, int depth = 0) const {
+    if (depth > 64) throw std::logic_error("JSON Schema: $ref nesting deeper than 64");
+    if (schema.is_boolean()) return schema.get<bool>() ? std::nullopt : fail(path, "is not allowed here");
+    if (!schema.is_object()) throw std::logic_error("JSON Schema: a schema must be an object or a boolean");
+    for (const auto& [keyword, argument] : schema.items())
+      if (!known_keywords().count(keyword)) throw std::logic_error("JSON Schema: unsupported keyword '" + keyword + "'");
+
+    if (schema.contains("$ref")) {
+      const std::string ref = schema["$ref"].get<std::string>();
+      const std::string prefix = "#/$defs/";
+      if (ref.rfind(prefix, 0) != 0 || !root_.contains("$defs") || !root_["$defs"].contains(ref.substr(prefix.size())))
+        throw std::logic_error("JSON Schema: unresolvable $ref '" + ref + "'");
+      if (auto e = check(root_["$defs"][ref.substr(prefix.size())], value, path, depth + 1)) return e;
+    }
+    if (schema.contains("type")) {
+      const json& types = schema["type"];
+      bool ok = false;
+      std::string wanted;
+      for (const auto& t : types.is_array() ? types : json::array({types})) {
+        ok = ok || has_type(value, t.get<std::string>());
+        wanted += (wanted.empty() ? "" : " or ") + t.get<std::string>();
+      }
+      if (!ok) return fail(path, "must be " + wanted + ", got " + (value.is_null() ? "null" : type_of(value) + " " + shown(value)));
+    }
+    if (schema.contains("const") && !equal(schema["const"], value))
+      return fail(path, "must be " + shown(schema["const"]) + ", got " + shown(value));
+    if (schema.contains("enum")) {
+      bool ok = false;
+      std::string allowed;
+      for (const auto& option : schema["enum"]) {
+        ok = ok || equal(option, value);
+        allowed += (allowed.empty() ? "" : ", ") + shown(option);
+      }
+      if (!ok) return fail(path, "must be one of " + allowed + ", got " + shown(value));
+    }
+    if (value.is_number()) {
+      const double x = value.get<double>();
+      if (schema.contains("minimum") && !(x >= schema["minimum"].get<double>()))
+        return fail(path, "must be >= " + shown(schema["minimum"]) + ", got " + shown(value));
+      if (schema.contains("exclusiveMinimum") && !(x > schema["exclusiveMinimum"].get<double>()))
+        return fail(path, "must be > " + shown(schema["exclusiveMinimum"]) + ", got " + shown(value));
+      if (schema.contains("maximum") && !(x <= schema["maximum"].get<double>()))
+        return fail(path, "must be <= " + shown(schema["maximum"]) + ", got " + shown(value));
+      if (schema.contains("exclusiveMaximum") && !(x < schema["exclusiveMaximum"].get<double>()))
+        return fail(path, "must be < " + shown(schema["exclusiveMaximum"]) + ", got " + shown(value));
+    }
+    if (value.is_string()) {
+      const std::string& text = value.get_ref<const std::string&>();
+      if (schema.contains("minLength") && utf8_length(text) < schema["minLength"].get<std::size_t>())
+        return fail(path, "must have at least " + shown(schema["minLength"]) + " characters");
+      if (schema.contains("maxLength") && utf8_length(text) > schema["maxLength"].get<std::size_t>())
+        return fail(path, "must have at most " + shown(schema["maxLength"]) + " characters");
+      if (schema.contains("pattern") && !matches(text, schema["pattern"].get<std::string>()))
+        return fail(path, "must match " + shown(schema["pattern"]) + ", got " + shown(value));
+    }
+    if (value.is_array()) {
+      if (schema.contains("minItems") && value.size() < schema["minItems"].get<std::size_t>())
+        return fail(path, "must have at least " + shown(schema["minItems"]) + " items, has " + std::to_string(value.size()));
+      if (schema.contains("maxItems") && value.size() > schema["maxItems"].get<std::size_t>())
+        return fail(path, "must have at most " + shown(schema["maxItems"]) + " items, has " + std::to_string(value.size()));
+      if (schema.value("uniqueItems", false))
+        for (std::size_t i = 0; i < value.size(); ++i)
+          for (std::size_t j = i + 1; j < value.size(); ++j)
+            if (equal(value[i], value[j])) return fail(path, "must not repeat an item, repeats " + shown(value[i]));
+      if (schema.contains("items"))
+        for (std::size_t k = 0; k < value.size(); ++k)
+          if (auto e = check(schema["items"], value[k], path + "[" + std::to_string(k) + "]", depth)) return e;
+    }
+    if (value.is_object()) {
+      if (schema.contains("required"))
+        for (const auto& key : schema["required"])
+          if (!value.contains(key.get<std::string>())) return fail(member(path, key.get<std::string>()), "missing");
+      if (schema.contains("minProperties") && value.size() < schema["minProperties"].get<std::size_t>())
+        return fail(path, "must have at least " + shown(schema["minProperties"]) + " keys");
+      if (schema.contains("maxProperties") && value.size() > schema["maxProperties"].get<std::size_t>())
+        return fail(path, "must have at most " + shown(schema["maxProperties"]) + " keys");
+      const json properties = schema.value("properties", json::object());
+      for (const auto& [key, child] : value.items()) {
+        if (properties.contains(key)) {
+          if (auto e = check(properties[key], child, member(path, key), depth)) return e;
+        } else if (schema.contains("additionalProperties")) {
+          const json& extra = schema["additionalProperties"];
+          if (extra.is_boolean() && !extra.get<bool>())
+            return fail(member(path, key), "unknown key (allowed: " + key_list(properties) + ")");
+          if (auto e = check(extra, child, member(path, key), depth)) return e;
+        }
+      }
+    }
+    if (schema.contains("allOf"))
+      for (const auto& part : schema["allOf"])
+        if (auto e = check(part, value, path, depth)) return e;
+    if (schema.contains("anyOf")) {
+      bool any = false;
+      for (const auto& part : schema["anyOf"]) any = any || !check(part, value, path, depth);
+      if (!any) return fail(path, "matches none of its allowed forms, got " + shown(value));
+    }
+    if (schema.contains("not") && !check(schema["not"], value, path, depth))
+      return fail(path, "must not be " + shown(value));
+    if (schema.contains("oneOf")) {
+      std::size_t matches = 0;
+      std::optional<std::string> deepest;  // the violation inside the form the value came closest to
+      for (const auto& part : schema["oneOf"]) {
+        const auto e = check(part, value, path, depth);
+        matches += !e;
+        if (e && (!deepest || e->find(": ") > deepest->find(": "))) deepest = e;
+      }
+      if (matches == 0 && deepest && deepest->find(": ") > fail(path, "")->find(": ")) return deepest;
+      if (matches != 1)
+        return fail(path, matches == 0 ? "matches none of its allowed forms, got " + shown(value)
+                                       : "matches more than one of its allowed forms");
+    }
+    if (schema.contains("if")) {
+      const bool holds = !check(schema["if"], value, path, depth);
+      const char* branch = holds ? "then" : "else";
+      if (schema.contains(branch))
+        if (auto e = check(schema[branch], value, path, depth)) return e;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  static const std::set<std::string>& known_keywords() {
+    static const std::set<std::string> keywords{
+        "$schema", "$id",      "$defs",     "$ref",     "title",    "description", "default",
+        "type",    "enum",     "const",     "properties", "required", "additionalProperties",
+        "items",   "minItems", "maxItems",  "minimum",  "exclusiveMinimum", "maximum",
+        "minLength", "pattern", "allOf",    "oneOf",    "if",       "then",        "else",
+        "anyOf",   "not",      "exclusiveMaximum", "maxLength", "uniqueItems", "minProperties", "maxProperties"};
+    return keywords;
+  }
+
+  bool matches(const std::string& text, const std::string& pattern) const {
+    if (text.size() > 4096) return false;
+    auto it = regexes_.find(pattern);
+    if (it == regexes_.end()) it = regexes_.emplace(pattern, std::regex(pattern, std::regex::ECMAScript)).first;
+    return std::regex_search(text, it->second);
+  }
+
+  static std::size_t utf8_length(const std::string& text) {
+    std::size_t n = 0;
+    for (const unsigned char ch : text) n += (ch & 0xc0) != 0x80;
+    return n;
+  }
+
+  static std::string member(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  static std::string key_list(const json& properties) {
+    std::string list;
+    for (const auto& [key, ignored] : properties.items()) list += (list.empty() ? "" : ", ") + key;
+    return list.empty() ? "none" : list;
+  }
+
+  static std::optional<std::string> fail(const std::string& path, const std::string& what) {
+    return (path.empty() ? std::string("(top level)") : path) + ": " + what;
+  }
+
+  const json& root_;
+  mutable std::map<std::string, std::regex> regexes_;
+};
+
+}  // namespace
+
+std::string schema_violation(const json& schema, const json& instance) {
+  return Validator(schema).check(schema, instance, "").value_or("");
+}
+
+}  // namespace attnconv

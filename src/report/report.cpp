@@ -1,0 +1,72 @@
+#include "report/report.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+
+#include "parallel/threads.hpp"
+#include "proof/verdict.hpp"
+#include "report/version.hpp"
+
+extern "C" {
+char* openblas_get_config(void);
+int openblas_get_num_threads(void);
+}
+
+namespace attnconv {
+
+json tool_info() { return {{"name", "attnconv"}, {"version", tool_version}, {"git_commit", git_commit}}; }
+
+namespace {
+std::string compiler() {
+#if defined(__clang__)
+  return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  return std::string("g++ ") + __VERSION__;
+#else
+  return "unknown";
+#endif
+}
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+}  // namespace
+
+json environment() {
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  return {{"compiler", compiler()},
+          {"cxx_standard", __cplusplus},
+          {"blas", std::string("OpenBLAS ") + openblas_get_config()},
+          {"blas_threads", openblas_get_num_threads()},
+          {"engine_threads", engine_threads()},
+          {"host", host},
+          {"start_time", utc_now()}};
+}
+
+void update_summary(json& report, double seconds) {
+  int passed = 0, failed = 0, errored = 0;
+  json verdicts = json::object();
+  for (const auto& name : verdict_names) verdicts[name] = 0;
+  for (const auto& c : report["cases"]) {
+    const auto& status = c["status"];
+    passed += status == "pass", failed += status == "fail", errored += status == "error";
+    const std::string verdict = c.value("verdict", "");
+    if (verdicts.contains(verdict)) verdicts[verdict] = verdicts[verdict].get<int>() + 1;
+  }
+  report["summary"] = {{"total", report["cases"].size()},
+                       {"passed", passed},
+                       {"failed", failed},
+                       {"errored", errored},
+                       {"verdicts", verdicts},
+                       {"seconds", seconds}};
+}
+
+}  // namespace attnconv

@@ -1,0 +1,83 @@
+#include "report/report_validation.hpp"
+
+#include <map>
+
+#include "io/bounded_file.hpp"
+#include "io/errors.hpp"
+#include "io/json_reader.hpp"
+#include "report/json_schema.hpp"
+#include "report/schema.hpp"
+
+namespace attnconv {
+
+namespace {
+
+InputError bad(const std::string& file, const std::string& path, const std::string& what) {
+  return InputError(file + ": key '" + path + "': " + what);
+}
+
+// The parameters of one case entry through its proof's checks.
+void check_case_params(const json& entry, std::size_t index, const std::string& file) {
+  const std::string path = "cases[" + std::to_string(index) + "]";
+  const ProofDef* proof = find_proof(entry["proof"].get<std::string>());
+  Case c;
+  c.name = entry["name"].get<std::string>();
+  c.base_name = entry.value("sweep_group", c.name);
+  c.proof = proof->id;
+  c.file = entry.value("file", file);
+  c.params = entry["params"];
+  c.expect = entry.value("expect", std::string("hold"));
+  c.weights = entry.value("weights", json::object());
+  for (const auto& spec : proof->params)
+    if (const std::string error = check_param(spec, c.params[spec.name]); !error.empty())
+      throw bad(file, path + ".params." + spec.name, "case '" + c.name + "': " + error);
+  try {
+    if (proof->validate) proof->validate(c);
+  } catch (const ParamError& e) {
+    throw bad(file, path + ".params." + e.key, "case '" + c.name + "': " + e.what());
+  }
+}
+
+}  // namespace
+
+void validate_report(const json& report, const std::string& file) {
+  static const json schema = report_schema();
+  if (const std::string violation = schema_violation(schema, report); !violation.empty()) {
+    const auto colon = violation.find(": ");
+    throw bad(file, violation.substr(0, colon),
+              violation.substr(colon + 2) + " (the rules of reports/schema.json, `attnconv schema report`)");
+  }
+  const json& cases = report["cases"];
+  const json& summary = report["summary"];
+  std::size_t counts[3] = {0, 0, 0};
+  for (const auto& c : cases) counts[c["status"] == "pass" ? 0 : c["status"] == "fail" ? 1 : 2]++;
+  const std::pair<const char*, std::size_t> expected[] = {
+      {"total", cases.size()}, {"passed", counts[0]}, {"failed", counts[1]}, {"errored", counts[2]}};
+  for (const auto& [key, count] : expected)
+    if (summary[key].get<double>() != double(count))
+      throw bad(file, std::string("summary.") + key,
+                "says " + summary[key].dump() + " but the cases give " + std::to_string(count) +
+                    " (the summary does not add up)");
+  if (summary.contains("verdicts") && summary["verdicts"].is_object()) {  // cases per verdict, when the report counts them
+    std::map<std::string, std::size_t> verdicts;
+    for (const auto& c : cases)
+      if (c.contains("verdict") && c["verdict"].is_string()) ++verdicts[c["verdict"].get<std::string>()];
+    for (const auto& [verdict, count] : summary["verdicts"].items())
+      verdicts.try_emplace(verdict, 0);
+    for (const auto& [verdict, count] : verdicts) {
+      const json said = summary["verdicts"].value(verdict, json(0));
+      if (!said.is_number() || said.get<double>() != double(count))
+        throw bad(file, "summary.verdicts." + verdict,
+                  "says " + said.dump() + " but the cases give " + std::to_string(count) + " (the summary does not add up)");
+    }
+  }
+  for (std::size_t k = 0; k < cases.size(); ++k) check_case_params(cases[k], k, file);
+}
+
+json read_validated_report(const std::string& path) {
+  json report = parse_case_json(read_bounded_file(path, max_report_bytes, "report"), path);
+  validate_report(report, path);
+  return report;
+}
+
+}  // namespace attnconv

@@ -1,0 +1,55 @@
+#include "run/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+
+#include "run/signal_cleanup.hpp"
+
+namespace attnconv {
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  std::string temp = path + ".tmp.XXXXXX";
+  std::optional<RemoveOnSignal> remove_on_signal;
+  int fd = -1;
+  {
+    const BlockCleanupSignals blocked;
+    fd = mkstemp(temp.data());
+    if (fd >= 0) remove_on_signal.emplace(temp);
+  }
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file beside " + path + ": " + std::strerror(errno));
+  const auto fail = [&](const char* what) {
+    const std::string reason = std::strerror(errno);
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw std::runtime_error(std::string(what) + " " + temp + ": " + reason);
+  };
+  for (std::size_t done = 0; done < content.size();) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write");
+    }
+    done += std::size_t(n);
+  }
+  if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) fail("cannot flush");
+  if (::close(fd) != 0) {
+    ::unlink(temp.c_str());
+    throw std::runtime_error("cannot close " + temp);
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(temp.c_str());
+    throw std::runtime_error("cannot rename " + temp + " to " + path + ": " + reason);
+  }
+}
+
+}  // namespace attnconv

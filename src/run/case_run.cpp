@@ -1,0 +1,176 @@
+#include "run/case_run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+
+#include "cases/case_weights.hpp"
+#include "proof/npy.hpp"
+#include "metrics/compare.hpp"
+
+namespace attnconv {
+
+namespace {
+
+// reference_max_abs, reference_rel_l2 of the outcome's reference tensor against reference_output.
+void compare_with_reference(const Case& c, Outcome& outcome) {
+  if (!c.weights.contains("reference_output")) return;
+  const auto found = std::find_if(outcome.tensors.begin(), outcome.tensors.end(),
+                                  [&](const NamedTensor& t) { return t.name == outcome.reference_tensor; });
+  if (found == outcome.tensors.end())
+    throw std::logic_error("proof " + c.proof + " gives no tensor '" + outcome.reference_tensor +
+                           "' to compare with reference_output");
+  std::visit(
+      [&](const auto& tensor) {
+        using T = typename std::decay_t<decltype(tensor)>::value_type;
+        const xt::xarray<T> reference =
+            load_case_tensor<T>(c, "reference_output", std::vector<std::size_t>(tensor.shape().begin(), tensor.shape().end()));
+        const Difference d = compare(tensor, reference);
+        outcome.metrics["reference_max_abs"] = d.max_abs;
+        outcome.metrics["reference_rel_l2"] = d.rel_l2;
+      },
+      found->data);
+}
+
+CaseResult run_one(const ProofDef& proof, const Case& c) {
+  Outcome outcome = proof.verify(c);
+  compare_with_reference(c, outcome);
+  Verdict verdict = judge(c, outcome);
+  return {std::move(outcome), std::move(verdict)};
+}
+
+// Larger is worse: status, then a bound that holds above round-off, then max_abs (NaN worst).
+std::tuple<int, int, double> badness(const CaseResult& r) {
+  const int status = r.verdict.status == "error" ? 2 : r.verdict.status == "fail" ? 1 : 0;
+  const json& max_abs = r.outcome.metrics.value("max_abs", json());
+  const double value = max_abs.is_number() ? max_abs.get<double>() : 0.0;
+  return {status, r.verdict.verdict == "bound holds" ? 1 : 0,
+          std::isnan(value) ? std::numeric_limits<double>::infinity() : value};
+}
+
+// The samples' tensors of one name, stacked along a new first dimension.
+NamedTensor stacked(const std::vector<CaseResult>& samples, std::size_t index) {
+  return std::visit(
+      [&](const auto& first) -> NamedTensor {
+        using A = std::decay_t<decltype(first)>;
+        std::vector<std::size_t> shape{samples.size()};
+        shape.insert(shape.end(), first.shape().begin(), first.shape().end());
+        A out(shape);
+        auto at = out.begin();
+        for (const auto& sample : samples) {
+          const auto& data = std::get<A>(sample.outcome.tensors.at(index).data);
+          if (data.shape() != first.shape()) throw std::logic_error("a dumped tensor changes shape between samples");
+          at = std::copy(data.begin(), data.end(), at);
+        }
+        return {samples.front().outcome.tensors.at(index).name, std::move(out)};
+      },
+      samples.front().outcome.tensors.at(index).data);
+}
+
+}  // namespace
+
+CaseResult run_verify(const Case& c) {
+  const ProofDef& proof = *find_proof(c.proof);
+  if (c.batch == 0) return run_one(proof, c);
+  std::vector<CaseResult> samples;
+  for (std::size_t n = 0; n < c.batch; ++n) {
+    Case sample = c;
+    sample.sample = n;
+    samples.push_back(run_one(proof, sample));
+  }
+  std::size_t worst = 0;
+  for (std::size_t n = 1; n < samples.size(); ++n)
+    if (badness(samples[n]) > badness(samples[worst])) worst = n;
+  json per_sample = json::array();
+  for (const auto& sample : samples) per_sample.push_back(sample.outcome.metrics.value("max_abs", json()));
+
+  const TensorShapes loads = proof.expected_tensors ? proof.expected_tensors(c) : TensorShapes{};
+  const auto is_parameter = [&](const std::string& name) {
+    return name == "conv_weight" || name == "conv_bias" || (loads.count(name) && !is_data_tensor(name));
+  };
+  std::vector<NamedTensor> tensors;
+  for (std::size_t k = 0; k < samples[worst].outcome.tensors.size(); ++k) {
+    const NamedTensor& tensor = samples[worst].outcome.tensors[k];
+    tensors.push_back(is_parameter(tensor.name) ? tensor : stacked(samples, k));
+  }
+  // The reference distances are the batch's worst, whichever sample is worst by the claim (NaN stays NaN).
+  json reference;
+  for (const char* key : {"reference_max_abs", "reference_rel_l2"})
+    for (const auto& sample : samples) {
+      const json& value = sample.outcome.metrics.value(key, json());
+      if (!value.is_number()) continue;
+      const double v = value.get<double>();
+      if (!reference.contains(key) || std::isnan(v) || v > reference[key].get<double>()) reference[key] = v;
+      if (std::isnan(v)) break;
+    }
+  CaseResult result = std::move(samples[worst]);
+  for (const auto& [key, value] : reference.items()) result.outcome.metrics[key] = value;
+  result.outcome.metrics["max_abs_per_sample"] = per_sample;
+  result.outcome.metrics["worst_sample"] = worst;
+  result.outcome.tensors = std::move(tensors);
+  result.verdict.message += "; a batch of " + std::to_string(c.batch) + " samples, each checked: the metrics are of the worst, sample " +
+                            std::to_string(worst);
+  return result;
+}
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+json case_entry(const Case& c) {
+  json entry = {{"name", c.name},         {"proof", c.proof},          {"file", c.file},
+                {"params", c.params},     {"expect", c.expect},        {"sweep_group", c.base_name},
+                {"sweep_point", c.sweep_point}};
+  if (!c.weights_file.empty()) entry["weights_file"] = c.weights_file;
+  if (!c.weights_file.empty()) entry["weights_prefix"] = c.weights_prefix;
+  if (!c.weights.empty()) entry["weights"] = c.weights;
+  if (!c.provenance.empty()) entry["provenance"] = c.provenance;
+  if (c.batch > 0) entry["batch"] = c.batch;
+  if (c.weights_partial) {
+    json drawn = json::array();
+    for (const auto& [name, source] : c.provenance.items())
+      if (source.contains("drawn_from_seed") && name != "input") drawn.push_back(name);
+    entry["weights_drawn"] = drawn;
+  }
+  return entry;
+}
+
+json error_entry(const Case& c, const std::string& message, double seconds) {
+  json entry = case_entry(c);
+  entry["status"] = "error";
+  entry["verdict"] = "error";
+  entry["metrics"] = json::object();
+  entry["tolerance"] = c.tolerance;
+  entry["message"] = "error: " + message;
+  entry["seconds"] = seconds;
+  return entry;
+}
+
+json run_case(const Case& c, const RunOptions& options) {
+  json entry = case_entry(c);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    const CaseResult result = run_verify(c);
+    const Outcome& outcome = result.outcome;
+    const Verdict& verdict = result.verdict;
+    entry["status"] = verdict.status;
+    entry["verdict"] = verdict.verdict;
+    entry["metrics"] = outcome.metrics;
+    entry["tolerance"] = verdict.tolerance;
+    entry["message"] = verdict.message;
+    if (!options.dump_dir.empty()) {
+      const std::string dir = (std::filesystem::path(options.dump_dir) / c.name).string();
+      dump_tensors(dir, outcome.tensors);
+    }
+  } catch (const std::exception& e) {
+    return error_entry(c, e.what(), seconds_since(start));
+  }
+  entry["seconds"] = seconds_since(start);
+  return entry;
+}
+
+}  // namespace attnconv

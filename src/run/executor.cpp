@@ -1,0 +1,214 @@
+#include "run/executor.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+
+#include "run/resources.hpp"
+#include "parallel/threads.hpp"
+
+namespace attnconv {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t stop_signal = 0;
+extern "C" void on_stop_signal(int signal) {
+  if (!stop_signal) stop_signal = signal;  // the first signal stops the run and names it; a second one changes nothing
+}
+
+// SIGINT/SIGTERM handlers for the life of one execute_cases(), restored after.
+class StopSignals {
+ public:
+  StopSignals() {
+    stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+struct Child {
+  std::size_t index;
+  pid_t pid;
+  int fd;  // read end of the child's pipe
+  Clock::time_point start;
+  double memory;
+  std::string output;
+};
+
+[[noreturn]] void run_child(const Case& c, const RunOptions& options, int fd, pid_t parent) {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+    std::signal(signal, SIG_DFL);  // a crash ends the child, whatever handlers the parent had
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a killed parent
+  if (getppid() != parent) _exit(3);
+  int code = 0;
+  try {
+    // The cores go to the jobs (parallel/threads.hpp): BLAS stays at one thread.
+    if (options.jobs > 1) set_engine_threads(std::max(1, engine_threads() / options.jobs));
+    const std::string text = run_case(c, options).dump(-1, ' ', false, json::error_handler_t::replace);
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) _exit(4);
+      done += std::size_t(n);
+    }
+  } catch (...) {
+    code = 5;
+  }
+  _exit(code);  // no atexit handlers, no flushing of the parent's buffers
+}
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The entry of a child that closed its pipe, from its output and exit status.
+json finish_child(const Case& c, Child& child) {
+  int status = 0;
+  while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const double seconds = seconds_since(child.start);
+  if (WIFSIGNALED(status))
+    return error_entry(c,
+                       "the case crashed: its process was killed by signal " + signal_description(WTERMSIG(status)) +
+                           (WTERMSIG(status) == SIGKILL ? " (perhaps out of memory)" : ""),
+                       seconds);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    try {
+      json entry = json::parse(child.output);
+      if (entry.is_object() && entry.contains("status")) return entry;
+    } catch (const json::exception&) {
+    }
+  }
+  return error_entry(c, "the case's process exited with code " + std::to_string(WEXITSTATUS(status)) +
+                            " without a valid result",
+                     seconds);
+}
+
+void kill_child(Child& child) {
+  ::kill(child.pid, SIGKILL);
+  while (waitpid(child.pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  ::close(child.fd);
+}
+
+}  // namespace
+
+int poll_wait_ms(double seconds_left) {
+  // In double until clamped: int(seconds_left * 1000) overflows from 2.1e6 s.
+  if (!(seconds_left > 0)) return 0;
+  return int(std::min(200.0, std::floor(seconds_left * 1000) + 1));
+}
+
+std::string signal_description(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  const char* description = strsignal(signal);
+  return (abbrev ? "SIG" + std::string(abbrev) : "signal " + std::to_string(signal)) +
+         (description ? " (" + std::string(description) + ")" : "");
+}
+
+int execute_cases(const std::vector<Case>& cases, const RunOptions& options,
+                  std::vector<std::optional<json>>& entries, const std::function<void(std::size_t)>& on_finished) {
+  const StopSignals signals;
+  const std::size_t jobs = std::size_t(std::max(1, options.jobs));
+  std::vector<Child> running;
+  std::size_t next = 0;
+  double memory_in_use = 0;
+  const auto finish = [&](std::size_t k, json entry) {
+    entries[running[k].index] = std::move(entry);
+    memory_in_use -= running[k].memory;
+    const std::size_t index = running[k].index;
+    running.erase(running.begin() + std::ptrdiff_t(k));
+    on_finished(index);
+  };
+
+  while (!stop_signal) {
+    // Start cases in order while a job slot and the memory budget allow.
+    while (next < cases.size() && entries[next]) ++next;
+    while (next < cases.size() && running.size() < jobs) {
+      const double memory = case_memory_estimate(cases[next]);
+      if (!running.empty() && options.max_memory > 0 && memory_in_use + memory > options.max_memory) break;
+      int fds[2];
+      if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("cannot create a pipe: ") + std::strerror(errno));
+      std::cout.flush(), std::cerr.flush();
+      const pid_t parent = getpid();
+      const pid_t pid = fork();
+      if (pid < 0) {
+        ::close(fds[0]), ::close(fds[1]);
+        throw std::runtime_error(std::string("cannot start a process: ") + std::strerror(errno));
+      }
+      if (pid == 0) {
+        ::close(fds[0]);
+        run_child(cases[next], options, fds[1], parent);
+      }
+      ::close(fds[1]);
+      running.push_back({next, pid, fds[0], Clock::now(), memory, {}});
+      memory_in_use += memory;
+      do ++next;
+      while (next < cases.size() && entries[next]);
+    }
+    if (running.empty()) break;
+
+    // Wait for output, an exit, a deadline or a signal.
+    int wait_ms = poll_wait_ms(std::numeric_limits<double>::infinity());
+    if (options.timeout_seconds > 0)
+      for (const auto& child : running)
+        wait_ms = std::min(wait_ms, poll_wait_ms(options.timeout_seconds - seconds_since(child.start)));
+    std::vector<pollfd> fds;
+    for (const auto& child : running) fds.push_back({child.fd, POLLIN, 0});
+    const int ready = poll(fds.data(), fds.size(), wait_ms);
+    if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("poll failed: ") + std::strerror(errno));
+    if (stop_signal) break;
+    for (std::size_t k = running.size(); k-- > 0;) {
+      Child& child = running[k];
+      if (ready > 0 && fds[k].revents) {
+        char buffer[1 << 16];
+        const ssize_t n = ::read(child.fd, buffer, sizeof buffer);
+        if (n > 0) {
+          child.output.append(buffer, std::size_t(n));
+        } else if (n == 0 || errno != EINTR) {
+          ::close(child.fd);
+          finish(k, finish_child(cases[child.index], child));
+          continue;
+        }
+      }
+      if (options.timeout_seconds > 0 && seconds_since(child.start) > options.timeout_seconds) {
+        const double seconds = seconds_since(child.start);
+        kill_child(child);
+        char limit[32];
+        std::snprintf(limit, sizeof limit, "%g", options.timeout_seconds);
+        finish(k, error_entry(cases[child.index],
+                              "timed out: stopped after " + std::string(limit) + " s (--timeout " + limit + ")",
+                              seconds));
+      }
+    }
+  }
+  for (auto& child : running) kill_child(child);  // interrupted: unfinished cases are not reported
+  return stop_signal;
+}
+
+}  // namespace attnconv
