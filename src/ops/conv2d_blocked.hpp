@@ -6,7 +6,7 @@
 // with its loops blocked over output rows for the cache, the blocks spread over
 // engine_threads() and the inner loop cloned for AVX2. Each output still sums
 // b, then c, p, q in that order, so it equals reference::conv2d bit for bit
-// (tests/test_fast_paths.cpp).
+// (tests/unit/test_fast_paths.cpp).
 #include <optional>
 
 #include "ops/geometry.hpp"

@@ -13,7 +13,7 @@
 //     Y[:, block] = b + W cols is one (C_out x C_in K1 K2) by (C_in K1 K2 x block) product.
 // Per group of channels, one product each (docs/design.md, "Groups").
 // The same sum in BLAS's order, not b, c, p, q: within round-off of
-// reference::conv2d (tests/test_fast_paths.cpp), bit-identical for any thread
+// reference::conv2d (tests/unit/test_fast_paths.cpp), bit-identical for any thread
 // count (the form and the blocks depend on the shapes alone). Memory beyond the
 // padded input and the output: per thread one block of sums (shifted, about 512 KiB)
 // or of patches (im2col, <= 8 MiB), and the shifted form's copy of the weight.

@@ -108,7 +108,7 @@ struct ProofDef {
   std::function<Outcome(const Case&)> verify = {};
   // Bytes the case will need at its peak, for `list` and --max-memory. May be empty.
   std::function<double(const Case&)> memory_estimate = {};
-  // Every metric verify() reports (tests/test_metrics_declared.cpp checks them).
+  // Every metric verify() reports (tests/unit/proof/test_metrics_declared.cpp checks them).
   std::vector<MetricSpec> metrics = {};
   // The tensors a case may load from .npy ("weights"): name -> shape in
   // PyTorch layout. The loader checks every file against it before anything

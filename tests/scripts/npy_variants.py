@@ -2,7 +2,7 @@
 into OUT_DIR, with OUT_DIR/manifest.json saying, for each, what numpy.load
 does and what attnconv must do. For a file numpy reads, `reference` is what
 numpy.load returned, as raw little-endian bytes in C order: attnconv must read
-exactly that. Run by tests/test_npy.cpp with Debian's /usr/bin/python3.
+exactly that. Run by tests/unit/io/test_npy.cpp with Debian's /usr/bin/python3.
 
     /usr/bin/python3 npy_variants.py OUT_DIR
 """

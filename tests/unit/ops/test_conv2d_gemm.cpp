@@ -1,5 +1,5 @@
 // conv2d_gemm's two forms (ops/conv2d_gemm.hpp) beyond the fast-path table
-// (tests/test_fast_paths.cpp, whose small samples fit in one block): on an image
+// (tests/unit/test_fast_paths.cpp, whose small samples fit in one block): on an image
 // of many blocks, within round-off of reference::conv2d and bit-identical for any
 // thread count; and the shifted form refusing a stride it cannot do.
 #include <catch2/catch.hpp>
@@ -33,7 +33,7 @@ TEST_CASE("conv2d_gemm over many blocks: the reference's numbers to round-off, t
     const Image<double> three = conv2d_gemm(x, w, b, g, form);
     set_engine_threads(threads);
     const bool same_for_threads = one == three, same_again = conv2d_gemm(x, w, b, g, form) == one;
-    CHECK(compare(one, reference).max_abs <= 1e-12 * scale);  // as in tests/test_fast_paths.cpp
+    CHECK(compare(one, reference).max_abs <= 1e-12 * scale);  // as in tests/unit/test_fast_paths.cpp
     CHECK(same_for_threads);
     CHECK(same_again);
   }

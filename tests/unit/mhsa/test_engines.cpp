@@ -1,7 +1,7 @@
 // The MHSA engines: the separable engine equals the dense one on
 // positional-only layers, results do not depend on the block size or the
 // thread count beyond round-off, and the separable engine refuses layers it is
-// not exact for. (Both against the textbook Eq. 8: tests/test_fast_paths.cpp.)
+// not exact for. (Both against the textbook Eq. 8: tests/unit/test_fast_paths.cpp.)
 #include <catch2/catch.hpp>
 
 #include <cmath>
