@@ -5,54 +5,43 @@
 #include "acmix/state_dict.hpp"
 #include "io/errors.hpp"
 #include "proof/npy.hpp"
-#include "proof/common_params.hpp"
 
 namespace attnconv {
 
-namespace {
-
-AcmixConfig acmix_case_config(const Case& c) {
-  AcmixConfig config;
-  config.in_channels = get_int(c.params, "in_channels");
-  config.out_channels = get_int(c.params, "out_channels");
-  config.heads = get_int(c.params, "heads");
-  config.kernel_att = get_int(c.params, "kernel_att");
-  config.kernel_conv = get_int(c.params, "kernel_conv");
-  config.stride = get_int(c.params, "stride");
-  return config;
-}
-
-AcmixInit acmix_case_init(const Case& c) {
-  AcmixInit init;
-  init.dep_init = c.params.value("dep_init", std::string("shift"));
-  init.projection_bias = c.params.value("projection_bias", true);
-  init.dep_conv_bias = c.params.value("dep_conv_bias", false) || c.weights.contains("dep_conv.bias");
-  if (c.params.contains("rates")) init.rates = get_number_pair(c.params, "rates");
-  return init;
-}
-
-}  // namespace
-
-std::vector<ParamSpec> acmix_case_params(int kernel_att_default, std::string kernel_conv_help, ParamSpec stride) {
-  return {
-      image_param(),
-      {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_in", .minimum = 1},
-      {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr,
-       .help = "C_out (divisible by heads)", .minimum = 1},
-      {.name = "heads", .kind = ParamKind::integer, .default_value = 4, .help = "N", .minimum = 1},
-      {.name = "kernel_att", .kind = ParamKind::integer, .default_value = kernel_att_default,
-       .help = "attention window (odd)", .minimum = 1},
-      {.name = "kernel_conv", .kind = ParamKind::integer, .default_value = 3, .help = std::move(kernel_conv_help),
-       .minimum = 1},
-      std::move(stride),
+std::vector<Field<AcmixParams>> acmix_case_params(AcmixParamOptions o) {
+  using P = AcmixParams;
+  const auto config = [](auto member, FieldOptions<int> options) {
+    return field(&P::config, member, std::move(options));
   };
+  return {
+      field(&P::image, {.name = "image", .help = "image size [H, W]", .minimum = 1}),
+      config(&AcmixConfig::in_channels, {.name = "in_channels", .help = "C_in", .minimum = 1}),
+      config(&AcmixConfig::out_channels, {.name = "out_channels", .help = "C_out (divisible by heads)", .minimum = 1}),
+      config(&AcmixConfig::heads, {.name = "heads", .help = "N", .default_value = 4, .minimum = 1}),
+      config(&AcmixConfig::kernel_att, {.name = "kernel_att",
+                                        .help = "attention window (odd)",
+                                        .default_value = o.kernel_att_default,
+                                        .minimum = 1}),
+      config(&AcmixConfig::kernel_conv,
+             {.name = "kernel_conv", .help = o.kernel_conv_help, .default_value = 3, .minimum = 1}),
+      config(&AcmixConfig::stride, {.name = "stride", .help = o.stride_help, .default_value = 1, .minimum = 1})};
 }
 
-AcmixParams parse_acmix_case(const Case& c) {
-  const AcmixParams p{.config = acmix_case_config(c), .init = acmix_case_init(c),
-                      .image = get_int_pair(c.params, "image"), .dtype = case_dtype(c), .seed = case_seed(c)};
+Field<AcmixParams> projection_bias_param() {
+  return field(&AcmixParams::init, &AcmixInit::projection_bias,
+               {.name = "projection_bias", .help = "conv1..3 biases (false: zero)", .default_value = true});
+}
+
+std::vector<std::string> acmix_case_tensor_names() {
+  std::vector<std::string> known{"input", "reference_output"};
+  for (const auto& entry : acmix_state_dict_entries(AcmixConfig{}, true)) known.push_back(entry.key);
+  return known;
+}
+
+void check_acmix_case(AcmixParams& p, const Case& c, const Request&) {
   const AcmixConfig& config = p.config;
   const auto& image = p.image;
+  p.init.dep_conv_bias = p.init.dep_conv_bias || c.weights.contains("dep_conv.bias");
   if (config.out_channels % config.heads != 0)
     throw ParamError("out_channels", "out_channels " + std::to_string(config.out_channels) +
                                          " is not divisible by heads " + std::to_string(config.heads));
@@ -69,15 +58,11 @@ AcmixParams parse_acmix_case(const Case& c) {
   if (p.init.dep_init == "loaded" && !c.weights.contains("dep_conv.weight"))
     throw ParamError("dep_init", "\"loaded\" is what the report says when weights hold dep_conv.weight, which this "
                                  "case's do not; choose \"shift\" or \"random\"");
-  std::vector<std::string> known{"input", "reference_output"};
-  for (const auto& entry : acmix_state_dict_entries(config, true)) known.push_back(entry.key);
-  check_tensor_names(c, known);
   for (const auto& [key, value] : c.weights.items()) {
     if (!p.init.projection_bias && key.size() > 5 && key.compare(key.size() - 5, 5, ".bias") == 0 &&
         key.compare(0, 4, "conv") == 0 && key != "conv_p.bias")
       throw ParamError("projection_bias", "weights." + key + " is given but \"projection_bias\" is false");
   }
-  return p;
 }
 
 TensorShapes acmix_case_tensor_shapes(const AcmixParams& p) {

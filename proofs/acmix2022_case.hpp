@@ -6,6 +6,7 @@
 #include "acmix/random_weights.hpp"
 #include "proof/proof.hpp"
 #include "proof/dtype.hpp"
+#include "proof/field.hpp"
 
 namespace attnconv {
 
@@ -17,14 +18,24 @@ struct AcmixParams {
   std::uint64_t seed = 0;
 };
 
-// The parameters both ACmix proofs begin with: image, in_channels,
+// The parameters every ACmix proof begins with: image, in_channels,
 // out_channels, heads, kernel_att, kernel_conv, stride.
-std::vector<ParamSpec> acmix_case_params(int kernel_att_default, std::string kernel_conv_help, ParamSpec stride);
+struct AcmixParamOptions {
+  int kernel_att_default = 7;
+  std::string kernel_conv_help;
+  std::string stride_help = "";
+};
+std::vector<Field<AcmixParams>> acmix_case_params(AcmixParamOptions options);
+// "projection_bias": conv1..3 biases (false: zero).
+Field<AcmixParams> projection_bias_param();
+// The tensors a case may name: input, reference_output and the state_dict's.
+// (The names depend on no parameter the loader has not checked by then.)
+std::vector<std::string> acmix_case_tensor_names();
 
-// Parses and checks a case: out_channels divisible by heads, odd kernels,
-// reflection padding smaller than the image, known weight keys. Throws
-// ParamError (or InputError for weights).
-AcmixParams parse_acmix_case(const Case& c);
+// Checks a case: out_channels divisible by heads, odd kernels, reflection
+// padding smaller than the image, the biases its weights give. Throws
+// ParamError.
+void check_acmix_case(AcmixParams& p, const Case& c, const Request& request);
 // The tensors a case may load from .npy: input and the state_dict entries.
 TensorShapes acmix_case_tensor_shapes(const AcmixParams& p);
 

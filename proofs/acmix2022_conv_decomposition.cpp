@@ -8,6 +8,17 @@
 #include "proof/proof_spec.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric one_by_one_convolutions{
+    .name = "one_by_one_convolutions", .type = MetricType::integer, .help = "k1 k2: the Stage I 1x1 convolutions"};
+const Metric stage1_multiply_adds{
+    .name = "stage1_multiply_adds", .type = MetricType::integer, .help = "multiply-adds counted in Stage I"};
+const Metric stage2_additions{
+    .name = "stage2_additions", .type = MetricType::integer, .help = "additions counted in Stage II (shift and sum)"};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
@@ -18,15 +29,13 @@ template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
       conv2d_decomposed(conv.input, conv.weight, conv.bias, conv.geometry, ShiftMethod::tensor_shift, counter);
   const Difference d = compare(actual, expected);
   Outcome out;
-  out.metrics = {{"max_abs", d.max_abs},
-                 {"rel_l2", d.rel_l2},
-                 {"one_by_one_convolutions", conv.weight.shape(2) * conv.weight.shape(3)},
-                 {"stage1_multiply_adds", counter.total("stage1")},
-                 {"stage2_additions", counter.total("stage2")},
-                 {"padding_resolved",
-                  {conv.geometry.padding.top, conv.geometry.padding.bottom, conv.geometry.padding.left,
-                   conv.geometry.padding.right}},
-                 {"output_shape", {expected.shape(0), expected.shape(1), expected.shape(2)}}};
+  set_distance(out, d);
+  out.set(metric::one_by_one_convolutions, conv.weight.shape(2) * conv.weight.shape(3));
+  out.set(metric::stage1_multiply_adds, counter.total("stage1"));
+  out.set(metric::stage2_additions, counter.total("stage2"));
+  out.set(metric::padding_resolved, {conv.geometry.padding.top, conv.geometry.padding.bottom, conv.geometry.padding.left,
+                   conv.geometry.padding.right});
+  out.set(metric::output_shape, {expected.shape(0), expected.shape(1), expected.shape(2)});
   if (conv.geometry.padding_mode != PaddingMode::zeros)
     out.message = to_string(conv.geometry.padding_mode) + " padding: the input is padded first, then decomposed";
   out.tensors = conv_case_dump(conv);
@@ -35,24 +44,17 @@ template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
   return out;
 }
 
-const bool registered = register_proof(make_proof<ConvCaseParams>({
+const bool registered = register_proof(make_proof(conv_case_proof({
     .id = "acmix2022.conv_decomposition",
     .paper = "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.1, Eq. (2)-(4)",
-    .statement = "A k x k convolution equals k^2 1x1 convolutions (Stage I) followed by shifts with zero fill and a sum "
-    "(Stage II), for any kernel shape, padding, stride and dilation.",
-    .params = conv_case_params(),
-    .parse = parse_conv_case,
+    .statement =
+        "A k x k convolution equals k^2 1x1 convolutions (Stage I) followed by shifts with zero fill and a sum "
+        "(Stage II), for any kernel shape, padding, stride and dilation.",
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("the decomposition against the plain-loop convolution", {
-          {.name = "one_by_one_convolutions", .type = "integer", .help = "k1 k2: the Stage I 1x1 convolutions"},
-          {.name = "stage1_multiply_adds", .type = "integer", .help = "multiply-adds counted in Stage I"},
-          {.name = "stage2_additions", .type = "integer", .help = "additions counted in Stage II (shift and sum)"},
-          {.name = "padding_resolved", .type = "array", .help = "[top, bottom, left, right]"},
-          {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
-      }),
-    .memory_estimate = conv_case_memory_estimate,
-    .expected_tensors = conv_case_tensor_shapes,
-}));
+    .metrics = distance_metrics("the decomposition against the plain-loop convolution",
+                                {metric::one_by_one_convolutions, metric::stage1_multiply_adds,
+                                 metric::stage2_additions, metric::padding_resolved, metric::output_shape}),
+})));
 
 }  // namespace
 }  // namespace attnconv

@@ -19,6 +19,23 @@
 #include "tensor/random.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric table{
+    .name = "table", .type = MetricType::object, .help = "per method and stage: measured and paper counts"};
+const Metric stage1_share{.name = "stage1_share",
+                          .type = MetricType::object,
+                          .help = "per method: Stage I / (Stage I + Stage II) multiply-adds"};
+const Metric stage1_dominates_from_in_channels{
+    .name = "stage1_dominates_from_in_channels",
+    .type = MetricType::object,
+    .help = "per method: the least C_in from which Stage I exceeds Stage II"};
+const Metric conv_decomposition_max_abs{.name = "conv_decomposition_max_abs",
+                                        .help = "max |decomposed - plain-loop convolution| of the counted convolution",
+                                        .error = true};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 std::string percent(double share) {
@@ -114,17 +131,16 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
   const std::int64_t conv1 = conv_count.total("stage1"), conv2 = conv_count.total("stage2");
   const std::int64_t sa1 = sa_count.total("stage1"), ac1 = acmix_count.total("stage1"), ac2 = acmix_count.total("stage2");
   Outcome out;
-  out.metrics = {{"max_abs", max_abs},
-                 {"rel_l2", norm2 > 0 ? std::sqrt(diff2 / norm2) : std::sqrt(diff2)},
-                 {"table", table},
-                 {"stage1_share", {{"convolution", share(conv1, conv2)}, {"self_attention", share(sa1, sa_stage2)},
-                                   {"acmix", share(ac1, ac2)}}},
-                 {"stage1_dominates_from_in_channels",
-                  {{"convolution", crossover_in_channels(conv1, conv2, c_in)},
+  out.set(metric::max_abs, max_abs);
+  out.set(metric::rel_l2, norm2 > 0 ? std::sqrt(diff2 / norm2) : std::sqrt(diff2));
+  out.set(metric::table, table);
+  out.set(metric::stage1_share, {{"convolution", share(conv1, conv2)}, {"self_attention", share(sa1, sa_stage2)},
+                                   {"acmix", share(ac1, ac2)}});
+  out.set(metric::stage1_dominates_from_in_channels, {{"convolution", crossover_in_channels(conv1, conv2, c_in)},
                    {"self_attention", crossover_in_channels(sa1, sa_stage2, c_in)},
-                   {"acmix", crossover_in_channels(ac1, ac2, c_in)}}},
-                 {"conv_decomposition_max_abs", conv_check}};
-  out.default_tolerance = {{"max_abs", 0.0}};
+                   {"acmix", crossover_in_channels(ac1, ac2, c_in)}});
+  out.set(metric::conv_decomposition_max_abs, conv_check);
+  out.default_tolerance = tolerance({{metric::max_abs, 0.0}});
   out.message = "Stage I share: convolution " + percent(share(conv1, conv2)) + ", self-attention " +
                 percent(share(sa1, sa_stage2)) + ", ACmix " + percent(share(ac1, ac2)) +
                 "; Stage I exceeds Stage II from C_in = " +
@@ -139,7 +155,7 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
                 std::to_string(acmix_count.total("stage2.conv.dep_conv")) + " multiply-adds against the paper's " +
                 std::to_string(k * k * c_out * hw_out) + " shift-and-sum additions";
   std::string not_dominant;
-  for (const auto& [method, value] : out.metrics["stage1_share"].items())
+  for (const auto& [method, value] : out.get(metric::stage1_share).items())
     if (value.template get<double>() <= 0.5) not_dominant += (not_dominant.empty() ? "" : ", ") + method;
   if (!not_dominant.empty())
     out.message += "; at these sizes Stage I does NOT dominate for: " + not_dominant;
@@ -158,9 +174,9 @@ double measured(const std::string& method, const json& entry, const char* stage)
 // Table 1 as stacked bars: the Stage I and Stage II multiply-adds of each
 // method, as this case reported them.
 std::vector<FigureData> figures(const Case& c, const AcmixParams&, const json& metrics) {
-  if (!metrics.contains("table") || !metrics["table"].is_object())
-    throw std::runtime_error("no 'table' metric in the report");
-  const json& table = metrics["table"];
+  const std::string& name = metric::table.name;
+  if (!metrics.contains(name) || !metrics[name].is_object()) throw std::runtime_error("no 'table' metric in the report");
+  const json& table = metrics[name];
   if (table.empty()) throw std::runtime_error("its 'table' metric lists no method");
   StackedBars bars{.categories = {},
                    .series = {"Stage I (1x1 projections)", "Stage II (aggregation)"},
@@ -177,34 +193,28 @@ std::vector<FigureData> figures(const Case& c, const AcmixParams&, const json& m
            .content = std::move(bars)}};
 }
 
-AcmixParams parse(const Case& c) {
+void check(AcmixParams& p, const Case& c, const Request& request) {
   if (!c.weights.empty())
     throw InputError(c.file + ": case '" + c.name + "': key 'weights': acmix2022.cost_table counts operations and "
                      "draws its tensors from the seed; it loads no weights");
-  return parse_acmix_case(c);
+  check_acmix_case(p, c, request);
 }
 
 const bool registered = register_proof(make_proof<AcmixParams>({
     .id = "acmix2022.cost_table",
     .paper = "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.4, Table 1",
-    .statement = "Parameters and multiply-adds of Stage I and Stage II for a convolution, a self-attention layer and ACmix, "
-    "counted from the operations run, beside the paper's formulas; Stage I dominates (quadratic in channels).",
-    .params = [] {
-      std::vector<ParamSpec> params = acmix_case_params(
-          3, "k of the convolution and of ACmix's convolution path (odd)", stride_param(ParamKind::integer));
-      params.insert(params.end(), {dtype_param(), seed_param("")});
-      return params;
-    }(),
-    .parse = parse,
+    .statement =
+        "Parameters and multiply-adds of Stage I and Stage II for a convolution, a self-attention layer and ACmix, "
+        "counted from the operations run, beside the paper's formulas; Stage I dominates (quadratic in channels).",
+    .params = fields<AcmixParams>(
+        acmix_case_params({.kernel_att_default = 3,
+                           .kernel_conv_help = "k of the convolution and of ACmix's convolution path (odd)"}),
+        field(&AcmixParams::dtype, dtype_param()), field(&AcmixParams::seed, seed_param(""))),
+    .check = check,
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("the counted table entries against the paper's formulas", {
-          {.name = "table", .type = "object", .help = "per method and stage: measured and paper counts"},
-          {.name = "stage1_share", .type = "object", .help = "per method: Stage I / (Stage I + Stage II) multiply-adds"},
-          {.name = "stage1_dominates_from_in_channels", .type = "object",
-           .help = "per method: the least C_in from which Stage I exceeds Stage II"},
-          {.name = "conv_decomposition_max_abs", .type = "number",
-           .help = "max |decomposed - plain-loop convolution| of the counted convolution", .error = true},
-      }),
+    .metrics = distance_metrics("the counted table entries against the paper's formulas",
+                                {metric::table, metric::stage1_share, metric::stage1_dominates_from_in_channels,
+                                 metric::conv_decomposition_max_abs}),
     .expected_tensors = acmix_case_tensor_shapes,
     .figures = figures,
     .figures_per_case = true,

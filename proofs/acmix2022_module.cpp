@@ -24,6 +24,42 @@
 #include "proof/proof_spec.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric attention_max_abs{
+    .name = "attention_max_abs", .help = "max |attention path - independent window-attention loop|", .error = true};
+const Metric attention_rel_l2{
+    .name = "attention_rel_l2", .help = "rel_l2 of the attention path against the loop", .error = true};
+const Metric output_max_abs{
+    .name = "output_max_abs", .help = "max |output - (rate1 loop + rate2 convolution)|", .error = true};
+const Metric output_rel_l2{
+    .name = "output_rel_l2", .help = "rel_l2 of the output against rate1 loop + rate2 convolution", .error = true};
+const Metric plain_conv_interior_max_abs{.name = "plain_conv_interior_max_abs",
+                                         .help = "max |convolution path - plain biased convolution| in the interior",
+                                         .error = true};
+const Metric plain_conv_interior_rel_l2{
+    .name = "plain_conv_interior_rel_l2",
+    .help = "rel_l2 of the convolution path against the plain biased convolution in the interior",
+    .error = true};
+const Metric plain_conv_border_max_abs{
+    .name = "plain_conv_border_max_abs",
+    .help = "max |convolution path - plain biased convolution| in the border band (the ones channel's effect)"};
+const Metric border_band{.name = "border_band", .type = MetricType::integer, .help = "k_conv // 2"};
+const Metric interior_pixels{
+    .name = "interior_pixels", .type = MetricType::integer, .help = "output pixels outside the border band"};
+const Metric ones_channel_kernel_max_abs{.name = "ones_channel_kernel_max_abs",
+                                         .help = "max |derived kernel of the ones channel|"};
+const Metric head_dim{.name = "head_dim", .type = MetricType::integer, .help = "C_out / heads"};
+const Metric multiply_adds{.name = "multiply_adds",
+                           .type = MetricType::object,
+                           .help = "multiply-adds of the module's forward pass, per operation"};
+const Metric path_alone_max_abs{.name = "path_alone_max_abs",
+                                .help = "a rate of 0: max |output - the other path alone, scaled|",
+                                .always = false,
+                                .error = true};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
@@ -74,24 +110,24 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
   const double ones_kernel_max = double(xt::amax(xt::abs(xt::view(eq.weight, xt::all(), config.in_channels)))());
 
   Outcome out;
-  out.metrics = {{"max_abs", d.max_abs},
-                 {"rel_l2", d.rel_l2},
-                 {"attention_max_abs", att.max_abs},
-                 {"attention_rel_l2", att.rel_l2},
-                 {"output_max_abs", outd.max_abs},
-                 {"output_rel_l2", outd.rel_l2},
-                 {"plain_conv_interior_max_abs", interior_max},
-                 {"plain_conv_interior_rel_l2", interior_rel},
-                 {"plain_conv_border_max_abs", border_max},
-                 {"border_band", config.kernel_conv / 2},
-                 {"interior_pixels", interior_pixels},
-                 {"ones_channel_kernel_max_abs", ones_kernel_max},
-                 {"head_dim", config.head_dim()},
-                 {"output_shape", {expected.shape(0), expected.shape(1), expected.shape(2)}},
-                 {"multiply_adds", counter.multiply_adds}};
+  set_distance(out, d);
+  out.set(metric::attention_max_abs, att.max_abs);
+  out.set(metric::attention_rel_l2, att.rel_l2);
+  out.set(metric::output_max_abs, outd.max_abs);
+  out.set(metric::output_rel_l2, outd.rel_l2);
+  out.set(metric::plain_conv_interior_max_abs, interior_max);
+  out.set(metric::plain_conv_interior_rel_l2, interior_rel);
+  out.set(metric::plain_conv_border_max_abs, border_max);
+  out.set(metric::border_band, config.kernel_conv / 2);
+  out.set(metric::interior_pixels, interior_pixels);
+  out.set(metric::ones_channel_kernel_max_abs, ones_kernel_max);
+  out.set(metric::head_dim, config.head_dim());
+  out.set(metric::output_shape, {expected.shape(0), expected.shape(1), expected.shape(2)});
+  out.set(metric::multiply_adds, counter.multiply_adds);
   const double tol = p.dtype == Dtype::float32 ? 1e-4 : 1e-12;
-  out.default_tolerance = {{"rel_l2", tol}, {"attention_rel_l2", tol}, {"output_rel_l2", tol},
-                           {"plain_conv_interior_rel_l2", tol}};
+  out.default_tolerance = tolerance({{metric::rel_l2, tol}, {metric::attention_rel_l2, tol}, {metric::output_rel_l2,
+      tol},
+                                     {metric::plain_conv_interior_rel_l2, tol}});
 
   std::vector<std::string> notes;
   notes.push_back("conv path = a " + std::to_string(config.kernel_conv) + "x" + std::to_string(config.kernel_conv) +
@@ -109,7 +145,7 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
     const Image<T>& alone = rates[0] == 0 ? module.convolution : module.attention;
     const double scale = rates[0] == 0 ? rates[1] : rates[0];
     const double alone_max = compare(module.output, Image<T>(T(scale) * alone)).max_abs;
-    out.metrics["path_alone_max_abs"] = alone_max;
+    out.set(metric::path_alone_max_abs, alone_max);
     out.default_tolerance["path_alone_max_abs"] = 0.0;
     notes.push_back(std::string("rate") + (rates[0] == 0 ? "1" : "2") + " = 0: the output is the " +
                     (rates[0] == 0 ? "convolution" : "attention") + " path alone (max_abs " + short_number(alone_max) + ")");
@@ -141,54 +177,39 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
 const bool registered = register_proof(make_proof<AcmixParams>({
     .id = "acmix2022.module",
     .paper = "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.3 (ACmix), with the "
-    "public reference code's conventions",
-    .statement = "ACmix shares three 1x1 projections between a window self-attention path and a convolution path (fc + "
-    "shift-initialised grouped convolution); out = rate1 * attention + rate2 * convolution. Established here: the "
-    "convolution path is a standard k_conv x k_conv convolution of the input with a constant-ones channel appended "
-    "(zero-padded), which differs from a plain biased convolution only in the border band of width k_conv // 2.",
-    .params = [] {
-      std::vector<ParamSpec> params = acmix_case_params(7, "convolution kernel (odd; padding kernel_conv // 2)",
-                                                        stride_param(ParamKind::integer, "output ceil(H/s) x ceil(W/s)"));
-      params.insert(params.end(), {
-          {.name = "dep_init", .kind = ParamKind::string, .default_value = "shift",
-           .help = "dep_conv weights: the reference's shift kernels or random; \"loaded\": read from the weights "
-                   "(what the report gives when they hold dep_conv.weight)",
-           .choices = {"shift", "random", "loaded"}},
-          {.name = "rates", .kind = ParamKind::number_pair, .default_value = json::array({0.5, 0.5}), .help = "[rate1, rate2]"},
-          {.name = "projection_bias", .kind = ParamKind::boolean, .default_value = true, .help = "conv1..3 biases (false: zero)"},
-          {.name = "dep_conv_bias", .kind = ParamKind::boolean, .default_value = false,
-           .help = "give dep_conv a bias (an extension; the reference has none)"},
-          dtype_param(),
-          seed_param("seed of the input and parameters"),
-      });
-      return params;
-    }(),
-    .parse = parse_acmix_case,
+             "public reference code's conventions",
+    .statement =
+        "ACmix shares three 1x1 projections between a window self-attention path and a convolution path (fc + "
+        "shift-initialised grouped convolution); out = rate1 * attention + rate2 * convolution. Established here: the "
+        "convolution path is a standard k_conv x k_conv convolution of the input with a constant-ones channel appended "
+        "(zero-padded), which differs from a plain biased convolution only in the border band of width k_conv // 2.",
+    .params = fields<AcmixParams>(
+        acmix_case_params({.kernel_conv_help = "convolution kernel (odd; padding kernel_conv // 2)",
+                           .stride_help = "output ceil(H/s) x ceil(W/s)"}),
+        field(&AcmixParams::init, &AcmixInit::dep_init,
+              {.name = "dep_init",
+               .help = "dep_conv weights: the reference's shift kernels or random; \"loaded\": read from the weights "
+                       "(what the report gives when they hold dep_conv.weight)",
+               .default_value = "shift",
+               .choices = {"shift", "random", "loaded"}}),
+        field(&AcmixParams::init, &AcmixInit::rates,
+              {.name = "rates", .help = "[rate1, rate2]", .default_value = std::array<double, 2>{0.5, 0.5}}),
+        projection_bias_param(),
+        field(&AcmixParams::init, &AcmixInit::dep_conv_bias,
+              {.name = "dep_conv_bias",
+               .help = "give dep_conv a bias (an extension; the reference has none)",
+               .default_value = false}),
+        field(&AcmixParams::dtype, dtype_param()),
+        field(&AcmixParams::seed, seed_param("seed of the input and parameters"))),
+    .tensors = acmix_case_tensor_names(),
+    .check = check_acmix_case,
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("the convolution path against the standard convolution of [x; 1]", {
-          {.name = "attention_max_abs", .type = "number",
-           .help = "max |attention path - independent window-attention loop|", .error = true},
-          {.name = "attention_rel_l2", .type = "number", .help = "rel_l2 of the attention path against the loop",
-           .error = true},
-          {.name = "output_max_abs", .type = "number",
-           .help = "max |output - (rate1 loop + rate2 convolution)|", .error = true},
-          {.name = "output_rel_l2", .type = "number", .help = "rel_l2 of the output against rate1 loop + rate2 convolution",
-           .error = true},
-          {.name = "plain_conv_interior_max_abs", .type = "number",
-           .help = "max |convolution path - plain biased convolution| in the interior", .error = true},
-          {.name = "plain_conv_interior_rel_l2", .type = "number",
-           .help = "rel_l2 of the convolution path against the plain biased convolution in the interior", .error = true},
-          {.name = "plain_conv_border_max_abs", .type = "number",
-           .help = "max |convolution path - plain biased convolution| in the border band (the ones channel's effect)"},
-          {.name = "border_band", .type = "integer", .help = "k_conv // 2"},
-          {.name = "interior_pixels", .type = "integer", .help = "output pixels outside the border band"},
-          {.name = "ones_channel_kernel_max_abs", .type = "number", .help = "max |derived kernel of the ones channel|"},
-          {.name = "head_dim", .type = "integer", .help = "C_out / heads"},
-          {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
-          {.name = "multiply_adds", .type = "object", .help = "multiply-adds of the module's forward pass, per operation"},
-          {.name = "path_alone_max_abs", .type = "number",
-           .help = "a rate of 0: max |output - the other path alone, scaled|", .always = false, .error = true},
-      }),
+    .metrics = distance_metrics(
+        "the convolution path against the standard convolution of [x; 1]",
+        {metric::attention_max_abs, metric::attention_rel_l2, metric::output_max_abs, metric::output_rel_l2,
+         metric::plain_conv_interior_max_abs, metric::plain_conv_interior_rel_l2, metric::plain_conv_border_max_abs,
+         metric::border_band, metric::interior_pixels, metric::ones_channel_kernel_max_abs, metric::head_dim,
+         metric::output_shape, metric::multiply_adds, metric::path_alone_max_abs}),
     .expected_tensors = acmix_case_tensor_shapes,
     .loaded_params = acmix_loaded_params,
 }));

@@ -11,9 +11,24 @@
 #include "metrics/compare.hpp"
 #include "proof/conv_case.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/verdict.hpp"
 #include <xtensor/xview.hpp>
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric shift_max_abs{.name = "shift_max_abs",
+                           .help = "max over the k1 k2 shifts of |one-hot depthwise shift - tensor shift| (exact: 0)",
+                           .error = true};
+const Metric depthwise_vs_tensor_shift_max_abs{.name = "depthwise_vs_tensor_shift_max_abs",
+                                               .help = "max |decomposition with depthwise shifts - with tensor shifts|",
+                                               .error = true};
+const Metric depthwise_shift_multiply_adds{.name = "depthwise_shift_multiply_adds",
+                                           .type = MetricType::integer,
+                                           .help = "multiply-adds of the depthwise shifts"};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
@@ -47,15 +62,13 @@ template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
 
   const Difference d = compare(actual, expected);
   Outcome out;
-  out.metrics = {{"max_abs", d.max_abs},
-                 {"rel_l2", d.rel_l2},
-                 {"shift_max_abs", shift_max_abs},
-                 {"depthwise_vs_tensor_shift_max_abs", compare(actual, tensor_shifted).max_abs},
-                 {"depthwise_shift_multiply_adds", counter.total("stage2.depthwise_shift")},
-                 {"output_shape", {expected.shape(0), expected.shape(1), expected.shape(2)}}};
-  json tolerance = p.dtype == Dtype::float32 ? json{{"rel_l2", 1e-4}} : json{{"rel_l2", 1e-10}};
-  tolerance["shift_max_abs"] = 0.0;  // a one-hot product is exact
-  out.default_tolerance = tolerance;
+  set_distance(out, d);
+  out.set(metric::shift_max_abs, shift_max_abs);
+  out.set(metric::depthwise_vs_tensor_shift_max_abs, compare(actual, tensor_shifted).max_abs);
+  out.set(metric::depthwise_shift_multiply_adds, counter.total("stage2.depthwise_shift"));
+  out.set(metric::output_shape, {expected.shape(0), expected.shape(1), expected.shape(2)});
+  out.default_tolerance = dtype_tolerance(to_string(p.dtype));
+  out.default_tolerance[metric::shift_max_abs.name] = 0.0;  // a one-hot product is exact
   out.message = "shift_max_abs compares the k1*k2 one-hot depthwise shifts with the tensor shifts";
   out.tensors = conv_case_dump(conv);
   out.tensors.push_back({"expected", xt::xarray<T>(expected)});
@@ -63,25 +76,17 @@ template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
   return out;
 }
 
-const bool registered = register_proof(make_proof<ConvCaseParams>({
+const bool registered = register_proof(make_proof(conv_case_proof({
     .id = "acmix2022.shift_as_depthwise",
     .paper = "Pan et al., On the Integration of Self-Attention and Convolution, CVPR 2022, Sec. 3.4 (improved shift)",
-    .statement = "A shift of the convolution decomposition is a depthwise convolution with a one-hot kernel: it equals the "
-    "tensor shift, and the decomposition built on it equals the convolution.",
-    .params = conv_case_params(),
-    .parse = parse_conv_case,
+    .statement =
+        "A shift of the convolution decomposition is a depthwise convolution with a one-hot kernel: it equals the "
+        "tensor shift, and the decomposition built on it equals the convolution.",
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("the decomposition with depthwise shifts against the plain-loop convolution", {
-          {.name = "shift_max_abs", .type = "number",
-           .help = "max over the k1 k2 shifts of |one-hot depthwise shift - tensor shift| (exact: 0)", .error = true},
-          {.name = "depthwise_vs_tensor_shift_max_abs", .type = "number",
-           .help = "max |decomposition with depthwise shifts - with tensor shifts|", .error = true},
-          {.name = "depthwise_shift_multiply_adds", .type = "integer", .help = "multiply-adds of the depthwise shifts"},
-          {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
-      }),
-    .memory_estimate = conv_case_memory_estimate,
-    .expected_tensors = conv_case_tensor_shapes,
-}));
+    .metrics = distance_metrics("the decomposition with depthwise shifts against the plain-loop convolution",
+                                {metric::shift_max_abs, metric::depthwise_vs_tensor_shift_max_abs,
+                                 metric::depthwise_shift_multiply_adds, metric::output_shape}),
+})));
 
 }  // namespace
 }  // namespace attnconv

@@ -24,16 +24,26 @@
 #include "proof/proof_spec.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric allowance{.name = "allowance", .help = "the round-off allowance: agreement per pixel"};
+const Metric band_relative{.name = "band_relative", .help = "band_max_abs over the largest |output|"};
+const Metric attention_loop_max_abs{
+    .name = "attention_loop_max_abs",
+    .help = "ACmix's attention path against its independent loop (src/acmix/window_attention_loop)",
+    .error = true};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
-AcmixParams parse(const Case& c) {
-  const AcmixParams p = parse_acmix_case(c);
+void check(AcmixParams& p, const Case& c, const Request& request) {
+  check_acmix_case(p, c, request);
   if (p.config.stride != 1)
     throw ParamError("stride", "neighborhood attention keeps every query: stride must be 1");
   if (std::min(p.image[0], p.image[1]) < p.config.kernel_att)
     throw ParamError("kernel_att", "the clamped window needs every image side >= kernel_att = " +
                                        std::to_string(p.config.kernel_att));
-  return p;
 }
 
 template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
@@ -82,18 +92,18 @@ template <class T> Outcome verify(const Case& c, const AcmixParams& p) {
   const double scale = double(xt::amax(xt::abs(reflected))());
 
   Outcome out;
-  out.metrics = {{"max_abs", whole.max_abs},
-                 {"rel_l2", whole.rel_l2},
-                 {"interior_max_abs", band.interior_max},
-                 {"allowance", allowance},
-                 {"band_sides", band.sides_json()},
-                 {"band_sides_expected", band_expected},
-                 {"band_error", band.error(band_expected)},
-                 {"band_exceptions", band.exceptions},
-                 {"band_max_abs", band.band_max},
-                 {"band_relative", scale > 0 ? band.band_max / scale : band.band_max},
-                 {"attention_loop_max_abs", versus_loop.max_abs}};
-  out.default_tolerance = {{"interior_max_abs", allowance}, {"band_error", 0}, {"attention_loop_max_abs", allowance}};
+  set_distance(out, whole);
+  out.set(metric::interior_max_abs, band.interior_max);
+  out.set(metric::allowance, allowance);
+  out.set(metric::band_sides, band.sides_json());
+  out.set(metric::band_sides_expected, band_expected);
+  out.set(metric::band_error, band.error(band_expected));
+  out.set(metric::band_exceptions, band.exceptions);
+  out.set(metric::band_max_abs, band.band_max);
+  out.set(metric::band_relative, scale > 0 ? band.band_max / scale : band.band_max);
+  out.set(metric::attention_loop_max_abs, versus_loop.max_abs);
+  out.default_tolerance = tolerance(
+      {{metric::interior_max_abs, allowance}, {metric::band_error, 0}, {metric::attention_loop_max_abs, allowance}});
   out.message = "reflected (ACmix) and clamped (neighborhood) windows agree to round-off in the interior and differ "
                 "in a band of " + band.sides_json().dump() + " (expected " + std::to_string(r) + " per side) by up to " +
                 short_number(band.band_max) + " (" + short_number(scale > 0 ? band.band_max / scale : band.band_max) +
@@ -112,32 +122,22 @@ const bool registered = register_proof(make_proof<AcmixParams>({
     .statement = "ACmix's attention path (windows of the reflection-padded maps) and neighborhood attention (windows "
                  "clamped inside the image) on the same weights agree in the interior to round-off and differ in a "
                  "border band of kernel_att // 2 per side.",
-    .params = [] {
-      std::vector<ParamSpec> params = acmix_case_params(7, "convolution kernel of the module (unused by this proof)",
-                                                        stride_param(ParamKind::integer, "must be 1"));
-      params.insert(params.end(), {
-          {.name = "projection_bias", .kind = ParamKind::boolean, .default_value = true, .help = "conv1..3 biases (false: zero)"},
-          dtype_param(),
-          seed_param(),
-      });
-      return params;
-    }(),
-    .parse = parse,
+    .params = fields<AcmixParams>(
+        acmix_case_params({.kernel_conv_help = "convolution kernel of the module (unused by this proof)",
+                           .stride_help = "must be 1"}),
+        projection_bias_param(), field(&AcmixParams::dtype, dtype_param()), field(&AcmixParams::seed, seed_param())),
+    .tensors = acmix_case_tensor_names(),
+    .check = check,
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("clamped against reflected windows, whole image, band included", {
-        {.name = "interior_max_abs", .type = "number", .help = "inside the measured band: round-off", .error = true},
-        {.name = "allowance", .type = "number", .help = "the round-off allowance: agreement per pixel"},
-        {.name = "band_sides", .type = "array", .help = "measured band [top, bottom, left, right]", .nullable = true},
-        {.name = "band_sides_expected", .type = "array", .help = "kernel_att // 2 per side"},
-        {.name = "band_error", .type = "integer", .help = "sum over sides of |measured - expected| plus band_exceptions",
-         .error = true},
-        {.name = "band_exceptions", .type = "integer", .help = "pixels inside the box that differ or outside it that agree",
-         .error = true},
-        {.name = "band_max_abs", .type = "number", .help = "the size of the difference in the band"},
-        {.name = "band_relative", .type = "number", .help = "band_max_abs over the largest |output|"},
-        {.name = "attention_loop_max_abs", .type = "number",
-         .help = "ACmix's attention path against its independent loop (src/acmix/window_attention_loop)", .error = true},
-    }),
+    .metrics = distance_metrics(
+        "clamped against reflected windows, whole image, band included",
+        {metric::interior_max_abs.described("inside the measured band: round-off"), metric::allowance,
+         metric::band_sides.described("measured band [top, bottom, left, right]"),
+         metric::band_sides_expected.described("kernel_att // 2 per side"),
+         metric::band_error.described("sum over sides of |measured - expected| plus band_exceptions"),
+         metric::band_exceptions.described("pixels inside the box that differ or outside it that agree"),
+         metric::band_max_abs.described("the size of the difference in the band"), metric::band_relative,
+         metric::attention_loop_max_abs}),
     .expected_tensors = acmix_case_tensor_shapes,
 }));
 

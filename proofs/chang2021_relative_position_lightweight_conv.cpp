@@ -23,6 +23,29 @@
 #include "proof/proof_spec.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric bias{.name = "bias", .type = MetricType::string, .help = "\"masked\" or \"clipped\""};
+const Metric roundoff_allowance{.name = "roundoff_allowance",
+                                .help = "2 gamma_{4k+5} max|x|: max_abs within it is round-off"};
+const Metric end_band_tokens{.name = "end_band_tokens",
+                             .type = MetricType::integer,
+                             .help = "k: the tokens at each end where the two may differ"};
+const Metric end_band_max_abs{
+    .name = "end_band_max_abs",
+    .help =
+        "max |attention - convolution| over the end bands (the attention renormalises over the tokens that "
+        "exist, the convolution weighs padded zeros)"};
+const Metric end_band_padded_weight{
+    .name = "end_band_padded_weight",
+    .help = "the largest kernel weight a token of the end bands gives to padded zeros (its k taps outside)"};
+const Metric outside_mass{.name = "outside_mass",
+                          .help = "max over heads and queries of the attention on keys |j - i| > k (0 when masked)",
+                          .error = true};
+const Metric centre_outside_mass{.name = "centre_outside_mass", .help = "the same for the middle token i = L / 2"};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 struct LightweightParams {
@@ -32,25 +55,16 @@ struct LightweightParams {
   std::uint64_t seed = 0;
 };
 
-LightweightParams parse(const Case& c) {
-  check_tensor_names(c, {"input", "kernel_logits"});
-  LightweightParams p{.length = std::size_t(get_int(c.params, "length")),
-                      .channels = std::size_t(get_int(c.params, "channels")),
-                      .heads = std::size_t(get_int(c.params, "heads")),
-                      .radius = std::size_t(get_int(c.params, "radius")),
-                      .outside = c.params.at("bias") == "clipped" ? BiasOutsideWindow::clipped : BiasOutsideWindow::masked,
-                      .dtype = case_dtype(c),
-                      .seed = case_seed(c)};
+void check(LightweightParams& p, const Case&, const Request& request) {
   if (p.channels % p.heads != 0)
     throw ParamError("heads", "the heads split the channels: heads must divide channels = " + std::to_string(p.channels));
   if (p.length < 2 * p.radius + 1)
     throw ParamError("radius", "the sequence needs an interior: length >= 2 radius + 1 = " +
                                    std::to_string(2 * p.radius + 1));
-  if (p.outside == BiasOutsideWindow::clipped && c.expect != "fail")
+  if (p.outside == BiasOutsideWindow::clipped && request.expect != Expect::fail)
     throw ParamError("bias", "a clipped (finite) bias outside the window is the converse: set \"expect\": \"fail\"");
   if (p.outside == BiasOutsideWindow::clipped && p.length <= 2 * p.radius + 1)
     throw ParamError("length", "with length <= 2 radius + 1 no offset lies outside the window");
-  return p;
 }
 
 TensorShapes expected_tensors(const LightweightParams& p) {
@@ -99,19 +113,18 @@ template <class T> Outcome verify(const Case& c, const LightweightParams& p) {
   const double roundoff = 2 * double(4 * k + 5) * u * double(xt::amax(xt::abs(xt::cast<double>(x)))());
 
   Outcome out;
-  out.metrics = {{"max_abs", interior.max_abs},
-                 {"rel_l2", interior.rel_l2},
-                 {"bias", p.outside == BiasOutsideWindow::clipped ? "clipped" : "masked"},
-                 {"roundoff_allowance", roundoff},
-                 {"end_band_tokens", k},
-                 {"end_band_max_abs", band},
-                 {"end_band_padded_weight", padded_weight},
-                 {"outside_mass", outside_mass},
-                 {"centre_outside_mass", centre_outside_mass}};
-  out.default_tolerance = {{"max_abs", roundoff}};
+  set_distance(out, interior);
+  out.set(metric::bias, p.outside == BiasOutsideWindow::clipped ? "clipped" : "masked");
+  out.set(metric::roundoff_allowance, roundoff);
+  out.set(metric::end_band_tokens, k);
+  out.set(metric::end_band_max_abs, band);
+  out.set(metric::end_band_padded_weight, padded_weight);
+  out.set(metric::outside_mass, outside_mass);
+  out.set(metric::centre_outside_mass, centre_outside_mass);
+  out.default_tolerance = tolerance({{metric::max_abs, roundoff}});
   if (p.outside == BiasOutsideWindow::clipped)
     out.predicted_failure = PredictedFailure{
-        "outside_mass", 0.0, double(l) * u,
+        metric::outside_mass.name, 0.0, double(l) * u,
         "a finite bias outside [-k, k] gives every token of the sequence a positive weight, which a kernel of 2k + 1 "
         "taps does not have"};
   out.tensors = {{"input", xt::xarray<T>(x)},
@@ -121,44 +134,36 @@ template <class T> Outcome verify(const Case& c, const LightweightParams& p) {
   return out;
 }
 
-ParamSpec size(const char* name, const char* help, double minimum = 1) {
-  return {.name = name, .kind = ParamKind::integer, .default_value = nullptr, .help = help, .minimum = minimum,
-          .maximum = 4096};
-}
-
-const bool registered = register_proof(make_proof<LightweightParams>({
+using P = LightweightParams;
+const bool registered = register_proof(make_proof<P>({
     .id = "chang2021.relative_position_lightweight_conv",
     .paper = "Chang, Xu, Xu & Tu, Convolutions and Self-Attention: Re-interpreting Relative Positions in Pre-trained "
              "Language Models, ACL 2021 (lightweight convolution: Wu et al., ICLR 2019)",
-    .statement = "On a sequence, self-attention with W_qry = W_key = 0, the values the input and a relative position "
-    "bias beta_h(j - i) = -inf outside [-k, k] is, on the tokens k <= i < L - k, the lightweight convolution whose "
-    "kernel is softmax(beta_h) on [-k, k] (depthwise, shared per head, zero padding); with a finite bias outside the "
-    "window (clipped relative positions) it is not.",
-    .params = {size("length", "L, the number of tokens"),
-               size("channels", "C, split evenly between the heads"),
-               size("heads", "N_h"),
-               size("radius", "k: the window [-k, k], 2k + 1 taps", 0),
-               {.name = "bias", .kind = ParamKind::string, .default_value = "masked",
-                .help = "outside the window: \"masked\" (-inf, the claim) or \"clipped\" (beta(delta) = "
-                        "beta(clip(delta, -k, k)), Shaw et al. 2018; \"expect\": \"fail\")",
-                .choices = {"masked", "clipped"}},
-               dtype_param(),
-               seed_param()},
-    .parse = parse,
+    .statement =
+        "On a sequence, self-attention with W_qry = W_key = 0, the values the input and a relative position "
+        "bias beta_h(j - i) = -inf outside [-k, k] is, on the tokens k <= i < L - k, the lightweight convolution whose "
+        "kernel is softmax(beta_h) on [-k, k] (depthwise, shared per head, zero padding); with a finite bias outside "
+        "the "
+        "window (clipped relative positions) it is not.",
+    .params = {field(&P::length, size_param("length", "L, the number of tokens", 4096)),
+               field(&P::channels, size_param("channels", "C, split evenly between the heads", 4096)),
+               field(&P::heads, size_param("heads", "N_h", 4096)),
+               field(&P::radius,
+                     {.name = "radius", .help = "k: the window [-k, k], 2k + 1 taps", .minimum = 0, .maximum = 4096}),
+               field(&P::outside,
+                     {.name = "bias",
+                      .help = "outside the window: \"masked\" (-inf, the claim) or \"clipped\" (beta(delta) = "
+                              "beta(clip(delta, -k, k)), Shaw et al. 2018; \"expect\": \"fail\")",
+                      .default_value = BiasOutsideWindow::masked,
+                      .named = {{"masked", BiasOutsideWindow::masked}, {"clipped", BiasOutsideWindow::clipped}}}),
+               field(&P::dtype, dtype_param()), field(&P::seed, seed_param())},
+    .tensors = {"input", "kernel_logits"},
+    .check = check,
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("the attention against the lightweight convolution on the interior k <= i < L - k", {
-        {.name = "bias", .type = "string", .help = "\"masked\" or \"clipped\""},
-        {.name = "roundoff_allowance", .type = "number", .help = "2 gamma_{4k+5} max|x|: max_abs within it is round-off"},
-        {.name = "end_band_tokens", .type = "integer", .help = "k: the tokens at each end where the two may differ"},
-        {.name = "end_band_max_abs", .type = "number",
-         .help = "max |attention - convolution| over the end bands (the attention renormalises over the tokens that "
-                 "exist, the convolution weighs padded zeros)"},
-        {.name = "end_band_padded_weight", .type = "number",
-         .help = "the largest kernel weight a token of the end bands gives to padded zeros (its k taps outside)"},
-        {.name = "outside_mass", .type = "number",
-         .help = "max over heads and queries of the attention on keys |j - i| > k (0 when masked)", .error = true},
-        {.name = "centre_outside_mass", .type = "number", .help = "the same for the middle token i = L / 2"},
-    }),
+    .metrics =
+        distance_metrics("the attention against the lightweight convolution on the interior k <= i < L - k",
+                         {metric::bias, metric::roundoff_allowance, metric::end_band_tokens, metric::end_band_max_abs,
+                          metric::end_band_padded_weight, metric::outside_mass, metric::centre_outside_mass}),
     .expected_tensors = expected_tensors,
 }));
 

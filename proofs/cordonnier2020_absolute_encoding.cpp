@@ -17,29 +17,58 @@
 #include "construction/absolute_encoding.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/dense_engine.hpp"
+#include "mhsa/engine.hpp"
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric positions{.name = "positions", .type = MetricType::string, .help = "\"reserved\" or \"added\""};
+const Metric score_scale{
+    .name = "score_scale",
+    .help =
+        "S = max over heads of sum_a max_q (|x_q| |W_qry|)_a max_k (|x_k| |W_key|)_a: the size of the terms "
+        "the absolute scores cancel (grows like alpha (H^2 + W^2))"};
+const Metric relative_max_abs{
+    .name = "relative_max_abs",
+    .help =
+        "the relative encoding (Theorem 1's construction) on the same convolution, same engine: max_abs "
+        "(within its round-off allowance for the verdict 'holds')",
+    .error = true};
+const Metric relative_roundoff_allowance{.name = "relative_roundoff_allowance", .help = "its round-off allowance"};
+const Metric absolute_minus_relative{
+    .name = "absolute_minus_relative",
+    .help =
+        "max |absolute - relative|: the two layers have the same softmax in exact arithmetic, so this is "
+        "round-off"};
+const Metric cross_terms{
+    .name = "cross_terms",
+    .help = "\"added\": max over heads, q, k of |A_qk - P_q M P_k^T| (the content terms in the scores)",
+    .always = false};
+const Metric scores_only_max_abs{
+    .name = "scores_only_max_abs",
+    .help = "\"added\": max_abs when only the scores see X + P (the values read X): the cross terms' own failure",
+    .always = false};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 struct AbsoluteParams : Theorem1Case2d {
   PositionChannels positions = PositionChannels::reserved;
 };
 
-AbsoluteParams parse(const Case& c) {
-  AbsoluteParams p;
-  static_cast<Theorem1Case2d&>(p) = parse_theorem1_2d(c);
-  p.positions = c.params.at("positions") == "added" ? PositionChannels::added : PositionChannels::reserved;
+void check(AbsoluteParams& p, const Case& c, const Request& request) {
+  check_theorem1_2d(p, c, request);
   if (p.positions == PositionChannels::added) {
     if (p.shape.in_channels < 4)
       throw ParamError("in_channels", "adding the four position channels to the image's own needs in_channels >= 4");
-    if (c.expect != "fail")
+    if (request.expect != Expect::fail)
       throw ParamError("positions", "\"added\" is the converse (the content cross terms remain): set \"expect\": \"fail\"");
   }
-  return p;
 }
 
 TensorShapes expected_tensors(const AbsoluteParams& p) { return theorem1_2d_tensors(p); }
@@ -97,29 +126,29 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
   const Difference d = compare(actual, relative.expected);
   const Difference d_relative = compare(relative.actual, relative.expected);
   Outcome out;
-  out.metrics = {{"max_abs", d.max_abs},
-                 {"rel_l2", d.rel_l2},
-                 {"alpha", alpha},
-                 {"engine", p.shared.engine},
-                 {"positions", p.positions == PositionChannels::added ? "added" : "reserved"},
-                 {"bound", bound},
-                 {"attention_leak", base.leak(alpha)},
-                 {"roundoff_allowance", roundoff},
-                 {"score_scale", scores.largest_score_scale()},
-                 {"relative_max_abs", d_relative.max_abs},
-                 {"relative_roundoff_allowance", relative.bound.roundoff(alpha)},
-                 {"absolute_minus_relative", compare(actual, relative.actual).max_abs}};
-  out.default_tolerance = {{"max_abs", bound}};
+  set_distance(out, d);
+  out.set(metric::alpha, alpha);
+  out.set(metric::engine, to_string(Engine::dense));
+  out.set(metric::positions, p.positions == PositionChannels::added ? "added" : "reserved");
+  out.set(metric::bound, bound);
+  out.set(metric::attention_leak, base.leak(alpha));
+  out.set(metric::roundoff_allowance, roundoff);
+  out.set(metric::score_scale, scores.largest_score_scale());
+  out.set(metric::relative_max_abs, d_relative.max_abs);
+  out.set(metric::relative_roundoff_allowance, relative.bound.roundoff(alpha));
+  out.set(metric::absolute_minus_relative, compare(actual, relative.actual).max_abs);
+  out.default_tolerance = tolerance({{metric::max_abs, bound}});
   // "Holds to round-off" only where the attention is the convolution's at this
   // alpha: the score round-off grows like alpha (H^2 + W^2) and can outgrow the
   // finite-alpha error itself, so max_abs within `roundoff` alone would also
   // admit a layer that is off by its leak. The relative construction on the same
   // convolution and alpha has no such term: it must be at round-off too.
-  out.roundoff_tolerance = {{"max_abs", roundoff}, {"relative_max_abs", relative.bound.roundoff(alpha)}};
+  out.roundoff_tolerance =
+      tolerance({{metric::max_abs, roundoff}, {metric::relative_max_abs, relative.bound.roundoff(alpha)}});
   if (p.positions == PositionChannels::added) {
     const Matrix<T> positions_only = with_positions(Matrix<T>(xt::zeros<T>(tokens.shape())), hp, wp, p.positions);
     const double cross = cross_terms(layer, tokens, positions_only);
-    out.metrics["cross_terms"] = cross;
+    out.set(metric::cross_terms, cross);
     // The cross terms alone: scores from X + P on the first four channels (the
     // reserved block's W_qry, W_key rows copied onto them), values from X only.
     MhsaLayer<T> scores_only = absolute_encoding_layer(relative.layer, targets, alpha, PositionChannels::reserved);
@@ -130,10 +159,10 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
     const Matrix<T> reserved_tokens = with_positions(image_to_tokens(xpad), hp, wp, PositionChannels::reserved);
     const Image<T> scores_only_actual = align_to_convolution(
         tokens_to_image(engine(scores_only, reserved_tokens, hp, wp), hp, wp), kernel, g, out_size);
-    out.metrics["scores_only_max_abs"] = compare(scores_only_actual, relative.expected).max_abs;
-    out.metrics["bound_note"] = "the bound is the one the construction would meet; the layer here is not the construction";
+    out.set(metric::scores_only_max_abs, compare(scores_only_actual, relative.expected).max_abs);
+    out.set(metric::bound_note, "the bound is the one the construction would meet; the layer here is not the construction");
     out.predicted_failure = PredictedFailure{
-        "max_abs", bound, 0.0,
+        metric::max_abs.name, bound, 0.0,
         "positions added to the image's own channels leave the content cross terms X_q M X_k^T + X_q M P_k^T + "
         "P_q M X_k^T in the scores (up to " + std::to_string(cross) + ") and the positions in the values, so the "
         "output leaves the construction's finite-alpha bound"};
@@ -145,63 +174,41 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
 
 const bool registered = register_proof(make_proof<AbsoluteParams>({
     .id = "cordonnier2020.absolute_encoding",
-    .paper = cordonnier2020("Eq. 7 (absolute encoding); the construction is this project's derivation, not the paper's"),
+    .paper =
+        cordonnier2020("Eq. 7 (absolute encoding); the construction is this project's derivation, not the paper's"),
     .statement = "With four input channels reserved for the position P_p = (p1, p2, |p|^2, 1) and W_qry W_key^T zero "
-    "outside them and equal on them to the rank-3 matrix M (M00 = M11 = 2 alpha, M30 = 2 alpha Delta1, M31 = 2 alpha "
-    "Delta2, M32 = -alpha), the absolute encoding's scores are -alpha |k - q - Delta|^2 plus a term of q alone, so a "
-    "multi-head self-attention layer with K1 K2 heads and D_k = 3 expresses any K1 x K2 convolution (values reading "
-    "the image channels only); with the positions added to channels the image uses, it does not.",
-    .params = theorem1_params({
-        image_param(),
-        kernel_param("kernel size [K1, K2]", ParamKind::int_pair, 64),
-        {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in (the image's)",
-         .minimum = 1},
-        {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},
-        {.name = "heads", .kind = ParamKind::integer, .default_value = nullptr, .help = "N_h (>= K1*K2 for the claim)",
-         .minimum = 1},
-        {.name = "head_dim", .kind = ParamKind::integer, .default_value = nullptr,
-         .help = "D_h (>= out_channels for an exact construction)", .minimum = 1},
-        padding_param(),
-        padding_mode_param(),
-        stride_param(),
-        dilation_param(ParamKind::int_pair, 64),
-        {.name = "positions", .kind = ParamKind::string, .default_value = "reserved",
-         .help = "\"reserved\": P in four channels of its own (the construction); \"added\": P added to the image's "
-                 "first four channels (the converse, \"expect\": \"fail\")",
-         .choices = {"reserved", "added"}},
-    }, {.name = "engine", .kind = ParamKind::string, .default_value = "dense", .help = "MHSA engine",
-        .choices = {"dense"}}),
-    .parse = parse,
+                 "outside them and equal on them to the rank-3 matrix M (M00 = M11 = 2 alpha, M30 = 2 alpha Delta1, "
+                 "M31 = 2 alpha "
+                 "Delta2, M32 = -alpha), the absolute encoding's scores are -alpha |k - q - Delta|^2 plus a term of q "
+                 "alone, so a "
+                 "multi-head self-attention layer with K1 K2 heads and D_k = 3 expresses any K1 x K2 convolution "
+                 "(values reading "
+                 "the image channels only); with the positions added to channels the image uses, it does not.",
+    .params = fields<AbsoluteParams>(
+        theorem1_2d_params(
+            {.shape = {.kernel_maximum = 64, .in_help = "D_in (the image's)", .out_help = "D_out", .groups = false},
+             .dilation_maximum = 64,
+             .head_dim_help = "D_h (>= out_channels for an exact construction)"}),
+        field(&AbsoluteParams::positions,
+              {.name = "positions",
+               .help = "\"reserved\": P in four channels of its own (the construction); \"added\": P added to the "
+                       "image's first four channels (the converse, \"expect\": \"fail\")",
+               .default_value = PositionChannels::reserved,
+               .named = {{"reserved", PositionChannels::reserved}, {"added", PositionChannels::added}}})),
+    .retired = {{"engine", "dense"}},
+    .tensors = theorem1_tensor_names(),
+    .check = check,
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("the absolute-encoding MHSA against the plain-loop convolution", {
-        {.name = "alpha", .type = "number", .help = "the attention sharpness used"},
-        {.name = "engine", .type = "string", .help = "the MHSA engine that ran"},
-        {.name = "positions", .type = "string", .help = "\"reserved\" or \"added\""},
-        {.name = "bound", .type = "number",
-         .help = "Theorem 1's finite-alpha bound (eps(alpha) sum_h 2 max_k |X_k W_val^h W_out^h| + sums' round-off) "
-                 "plus the round-off of the absolute scores"},
-        {.name = "attention_leak", .type = "number", .help = "eps(alpha) = 4 s (1 + s), s = sum_{n>=1} exp(-alpha n^2)"},
-        {.name = "roundoff_allowance", .type = "number",
-         .help = "the round-off part of the bound: max_abs within it is the convolution to round-off"},
-        {.name = "score_scale", .type = "number",
-         .help = "S = max over heads of sum_a max_q (|x_q| |W_qry|)_a max_k (|x_k| |W_key|)_a: the size of the terms "
-                 "the absolute scores cancel (grows like alpha (H^2 + W^2))"},
-        {.name = "relative_max_abs", .type = "number",
-         .help = "the relative encoding (Theorem 1's construction) on the same convolution, same engine: max_abs "
-                 "(within its round-off allowance for the verdict 'holds')",
-         .error = true},
-        {.name = "relative_roundoff_allowance", .type = "number", .help = "its round-off allowance"},
-        {.name = "absolute_minus_relative", .type = "number",
-         .help = "max |absolute - relative|: the two layers have the same softmax in exact arithmetic, so this is "
-                 "round-off"},
-        {.name = "cross_terms", .type = "number",
-         .help = "\"added\": max over heads, q, k of |A_qk - P_q M P_k^T| (the content terms in the scores)",
-         .always = false},
-        {.name = "scores_only_max_abs", .type = "number",
-         .help = "\"added\": max_abs when only the scores see X + P (the values read X): the cross terms' own failure",
-         .always = false},
-        {.name = "bound_note", .type = "string", .help = "\"added\": what the bound is about", .always = false},
-    }),
+    .metrics = distance_metrics(
+        "the absolute-encoding MHSA against the plain-loop convolution",
+        {metric::alpha, metric::engine, metric::positions,
+         metric::bound.described(
+             "Theorem 1's finite-alpha bound (eps(alpha) sum_h 2 max_k |X_k W_val^h W_out^h| + sums' "
+             "round-off) plus the round-off of the absolute scores"),
+         metric::attention_leak.described("eps(alpha) = 4 s (1 + s), s = sum_{n>=1} exp(-alpha n^2)"),
+         metric::roundoff_allowance, metric::score_scale, metric::relative_max_abs, metric::relative_roundoff_allowance,
+         metric::absolute_minus_relative, metric::cross_terms, metric::scores_only_max_abs,
+         metric::bound_note.described("\"added\": what the bound is about")}),
     .expected_tensors = expected_tensors,
 }));
 

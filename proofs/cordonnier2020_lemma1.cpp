@@ -25,14 +25,6 @@ struct Lemma1Params {
   std::uint64_t seed = 0;
 };
 
-Lemma1Params parse(const Case& c) {
-  const auto size = [&](const char* key) { return std::size_t(get_int(c.params, key)); };
-  check_tensor_names(c, {"input", "w_qry", "w_key", "w_val", "w_out", "b_out"});
-  return {.tokens = size("tokens"), .in_channels = size("in_channels"), .heads = size("heads"),
-          .head_dim = size("head_dim"), .key_dim = size("key_dim"), .out_channels = size("out_channels"),
-          .dtype = case_dtype(c), .seed = case_seed(c)};
-}
-
 TensorShapes expected_tensors(const Lemma1Params& p) {
   return {{"input", {p.tokens, p.in_channels}},
           {"w_qry", {p.heads, p.in_channels, p.key_dim}},
@@ -92,9 +84,8 @@ template <class T> Outcome verify(const Case& c, const Lemma1Params& p) {
   for (std::size_t t = 0; t < p.tokens; ++t)
     for (std::size_t o = 0; o < p.out_channels; ++o) projected(t, o) += b_out(o), summed(t, o) += b_out(o);
 
-  const Difference d = compare(projected, summed);
   Outcome out;
-  out.metrics = {{"max_abs", d.max_abs}, {"rel_l2", d.rel_l2}};
+  set_distance(out, compare(projected, summed));
   out.tensors = {{"input", xt::xarray<T>(x)},
                  {"expected", xt::xarray<T>(summed)},
                  {"actual", xt::xarray<T>(projected)},
@@ -102,26 +93,21 @@ template <class T> Outcome verify(const Case& c, const Lemma1Params& p) {
   return out;
 }
 
-ParamSpec size_param(const char* name, const char* help) {
-  return {.name = name, .kind = ParamKind::integer, .default_value = nullptr, .help = help, .minimum = 1,
-          .maximum = 4096};
-}
-
-const bool registered = register_proof(make_proof<Lemma1Params>({
+using P = Lemma1Params;
+const bool registered = register_proof(make_proof<P>({
     .id = "cordonnier2020.lemma1",
     .paper = "Cordonnier, Loukas & Jaggi, On the Relationship between Self-Attention and Convolutional Layers, ICLR "
              "2020, Lemma 1",
     .statement = "Multi-head self-attention concatenates the heads and projects: concat_h [SA_h(X)] W_out + b_out; "
                  "this equals sum_h SA_h(X) W_out^(h) + b_out, with W_out^(h) the rows of W_out for head h.",
-    .params = {size_param("tokens", "T, the number of tokens"),
-               size_param("in_channels", "D_in"),
-               size_param("heads", "N_h"),
-               size_param("head_dim", "D_h"),
-               size_param("key_dim", "D_k, the query and key dimension"),
-               size_param("out_channels", "D_out"),
-               dtype_param(),
-               seed_param()},
-    .parse = parse,
+    .params = {field(&P::tokens, size_param("tokens", "T, the number of tokens", 4096)),
+               field(&P::in_channels, size_param("in_channels", "D_in", 4096)),
+               field(&P::heads, size_param("heads", "N_h", 4096)),
+               field(&P::head_dim, size_param("head_dim", "D_h", 4096)),
+               field(&P::key_dim, size_param("key_dim", "D_k, the query and key dimension", 4096)),
+               field(&P::out_channels, size_param("out_channels", "D_out", 4096)), field(&P::dtype, dtype_param()),
+               field(&P::seed, seed_param())},
+    .tensors = {"input", "w_qry", "w_key", "w_val", "w_out", "b_out"},
     .verify = {verify<float>, verify<double>},
     .metrics = distance_metrics("concat-then-project against the sum of per-head projections"),
     .expected_tensors = expected_tensors,

@@ -31,13 +31,46 @@
 #include "theorem1_common.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric max_abs_interior{
+    .name = "max_abs_interior", .help = "max_abs on the pixels whose window lies inside the image", .error = true};
+const Metric rel_l2_interior{
+    .name = "rel_l2_interior", .help = "rel_l2 on the pixels whose window lies inside the image", .error = true};
+const Metric max_abs_border{
+    .name = "max_abs_border", .help = "max_abs on the border band (0 when it is empty)", .error = true};
+const Metric rel_l2_border{
+    .name = "rel_l2_border", .help = "rel_l2 on the border band (0 when it is empty)", .error = true};
+const Metric kernel_resolved{
+    .name = "kernel_resolved", .type = MetricType::array, .help = "[K1, K2] of the nearest convolution"};
+const Metric tap{
+    .name = "tap", .type = MetricType::array, .help = "per head: the grid offset [row, column] nearest its centre"};
+const Metric center_distance{
+    .name = "center_distance", .type = MetricType::array, .help = "per head: |Delta_h - tap| in pixels"};
+const Metric leak{
+    .name = "leak", .type = MetricType::array, .help = "per head: 1 - its attention on its tap (reference query)"};
+const Metric mass_outside{
+    .name = "mass_outside", .type = MetricType::array, .help = "per head: its attention outside the window"};
+const Metric uncovered_taps{
+    .name = "uncovered_taps", .type = MetricType::integer, .help = "taps of the window no head is nearest to"};
+const Metric shared_taps{
+    .name = "shared_taps", .type = MetricType::integer, .help = "taps two or more heads are nearest to"};
+const Metric convolution_like_heads{.name = "convolution_like_heads",
+                                    .type = MetricType::integer,
+                                    .help = "heads with their tap in the window and a leak of at most 0.5"};
+const Metric content_share{.name = "content_share",
+                           .help = "with content terms: rel_l2 of the output without them against the output with them",
+                           .always = false};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 struct NearestParams {
   std::array<int, 2> image{};
   std::size_t in_channels = 0, out_channels = 0, heads = 0, head_dim = 0, key_dim = 0;
   bool pad_first = false;                      // "padding": "same"
-  std::optional<std::array<int, 2>> kernel;    // none: "auto"
+  AutoPair kernel;                             // "auto": the smallest window holding `mass`
   double mass = 0.99;
   double alpha = 1;                            // A_h = alpha I when the case gives neither precisions nor alphas
   bool loads_precisions = false, loads_alphas = false;  // never drawn from the seed
@@ -81,28 +114,10 @@ template <class T> void check_precisions(const Case& c, std::size_t heads) {
   }
 }
 
-NearestParams parse(const Case& c) {
-  NearestParams p;
-  const auto size = [&](const char* key) { return std::size_t(get_int(c.params, key)); };
-  check_tensor_names(c, tensor_names);
-  p.image = get_int_pair(c.params, "image");
-  p.in_channels = size("in_channels");
-  p.out_channels = size("out_channels");
-  p.heads = size("heads");
-  p.head_dim = size("head_dim");
-  p.key_dim = size("key_dim");
-  p.pad_first = c.params.at("padding") == "same";
-  if (c.params.at("kernel") != "auto") {
-    p.kernel = get_int_pair(c.params, "kernel");
-    if ((*p.kernel)[0] > p.image[0] || (*p.kernel)[1] > p.image[1])
-      throw ParamError("kernel", "the " + std::to_string((*p.kernel)[0]) + "x" + std::to_string((*p.kernel)[1]) +
-                                     " window must fit the " + std::to_string(p.image[0]) + "x" +
-                                     std::to_string(p.image[1]) + " image");
-  }
-  p.mass = get_number(c.params, "mass");
-  p.alpha = get_number(c.params, "alpha");
-  p.dtype = case_dtype(c);
-  p.seed = case_seed(c);
+void check(NearestParams& p, const Case& c, const Request&) {
+  if (const auto& k = p.kernel.size; k && ((*k)[0] > p.image[0] || (*k)[1] > p.image[1]))
+    throw ParamError("kernel", "the " + std::to_string((*k)[0]) + "x" + std::to_string((*k)[1]) + " window must fit the " +
+                                   std::to_string(p.image[0]) + "x" + std::to_string(p.image[1]) + " image");
   p.loads_precisions = has_case_tensor(c, "precisions");
   p.loads_alphas = has_case_tensor(c, "alphas");
   if (p.loads_precisions && p.loads_alphas)
@@ -110,7 +125,6 @@ NearestParams parse(const Case& c) {
   if (p.key_dim == 0 && (has_case_tensor(c, "w_qry") || has_case_tensor(c, "w_key")))
     throw ParamError("key_dim", "is 0 (no content terms), but the case gives w_qry or w_key: set key_dim to their D_k");
   with_dtype(p.dtype, [&](auto tag) { check_precisions<decltype(tag)>(c, p.heads); });
-  return p;
 }
 
 TensorShapes expected_tensors(const NearestParams& p) {
@@ -173,7 +187,7 @@ template <class T> Analysis<T> analyse(const Case& c, const NearestParams& p) {
   const MhsaLayer<T> eq8 = to_mhsa_layer(a.layer);
   // "auto": the window from the attention over the image itself, so that it
   // does not depend on the padding it decides.
-  if (p.kernel) a.kernel = *p.kernel;
+  if (p.kernel.size) a.kernel = *p.kernel.size;
   else a.kernel = smallest_window(centre_attention(eq8, a.x, a.query), a.query, p.mass);
   a.padding = p.pad_first ? same_padding(a.kernel, {1, 1}) : Padding{};
   a.attended = pad(a.x, a.padding, PaddingMode::zeros);
@@ -280,22 +294,21 @@ template <class T> Outcome verify(const Case& c, const NearestParams& p) {
     outside.push_back(t.mass_outside);
     like += convolution_like(t) ? 1 : 0;
   }
-  out.metrics = {{"max_abs", all.max_abs},
-                 {"rel_l2", all.rel_l2},
-                 {"max_abs_interior", interior.max_abs},
-                 {"rel_l2_interior", interior.rel_l2},
-                 {"max_abs_border", border.max_abs},
-                 {"rel_l2_border", border.rel_l2},
-                 {"kernel_resolved", {a.kernel[0], a.kernel[1]}},
-                 {"tap", tap},
-                 {"center_distance", distance},
-                 {"leak", leak},
-                 {"mass_outside", outside},
-                 {"uncovered_taps", coverage.uncovered},
-                 {"shared_taps", coverage.shared},
-                 {"convolution_like_heads", like},
-                 {"engine", to_string(ran)}};
-  if (content_share) out.metrics["content_share"] = *content_share;
+  set_distance(out, all);
+  out.set(metric::max_abs_interior, interior.max_abs);
+  out.set(metric::rel_l2_interior, interior.rel_l2);
+  out.set(metric::max_abs_border, border.max_abs);
+  out.set(metric::rel_l2_border, border.rel_l2);
+  out.set(metric::kernel_resolved, {a.kernel[0], a.kernel[1]});
+  out.set(metric::tap, tap);
+  out.set(metric::center_distance, distance);
+  out.set(metric::leak, leak);
+  out.set(metric::mass_outside, outside);
+  out.set(metric::uncovered_taps, coverage.uncovered);
+  out.set(metric::shared_taps, coverage.shared);
+  out.set(metric::convolution_like_heads, like);
+  out.set(metric::engine, to_string(ran));
+  if (content_share) out.set(metric::content_share, *content_share);
   out.message = verdict_message(taps, coverage, a.kernel, interior, border, content_share);
   out.tensors = conv_tensors<T>(a.x, expected, actual, w_conv, std::optional<Vector<T>>(a.layer.b_out));
   out.tensors.push_back({"attention", xt::xarray<T>(a.attention)});
@@ -335,12 +348,8 @@ std::vector<FigureData> figures(const Case& c, const NearestParams& p, const jso
   return {with_dtype(p.dtype, [&](auto tag) { return attention_figure<decltype(tag)>(c, p); })};
 }
 
-ParamSpec size_param(const char* name, const char* help, json default_value = nullptr, double minimum = 1) {
-  return {.name = name, .kind = ParamKind::integer, .default_value = std::move(default_value), .help = help,
-          .minimum = minimum, .maximum = 4096};
-}
-
-const bool registered = register_proof(make_proof<NearestParams>({
+using P = NearestParams;
+const bool registered = register_proof(make_proof<P>({
     .id = "cordonnier2020.nearest_convolution",
     .paper = cordonnier2020("Section 4 (learned quadratic attention) against Theorem 1"),
     .statement = "An attention layer whose heads attend around centres Delta_h with positional score "
@@ -348,54 +357,49 @@ const bool registered = register_proof(make_proof<NearestParams>({
                  "exactly the convolution of its equivalent kernel W_eff[:, :, delta] = sum_h P_h(delta) "
                  "(W_val^h W_out^h)^T; it is within the case's tolerance of the K1 x K2 window of that kernel, "
                  "its nearest K1 x K2 convolution.",
-    .params = {image_param(),
-               size_param("in_channels", "D_in"),
-               size_param("out_channels", "D_out"),
-               size_param("heads", "N_h"),
-               size_param("head_dim", "D_h"),
-               size_param("key_dim", "D_k of the content terms w_qry, w_key; 0: positional heads only", 0, 0),
-               {.name = "padding", .kind = ParamKind::string, .default_value = "none",
-                .help = "how the layer is applied: \"none\" attends over the image as it is (the softmax renormalises "
-                        "over the keys that exist), \"same\" pads it with zeros by the window's 'same' padding first "
-                        "and crops the output back (as in Theorem 1)",
-                .choices = {"none", "same"}},
-               {.name = "kernel", .kind = ParamKind::int_pair_or_auto, .default_value = "auto",
-                .help = "the window [K1, K2] of the nearest convolution, or \"auto\": the smallest holding at least "
-                        "`mass` of every head's attention",
-                .minimum = 1, .maximum = 4096},
-               {.name = "mass", .kind = ParamKind::number, .default_value = 0.99,
-                .help = "for kernel \"auto\": the least attention of every head inside the window", .minimum = 0,
-                .exclusive_minimum = true, .maximum = 1},
-               {.name = "alpha", .kind = ParamKind::number, .default_value = 1.0,
-                .help = "A_h = alpha I for every head when the case loads neither precisions nor alphas",
-                .minimum = 0},
-               dtype_param(),
-               seed_param("seed of the tensors the case does not load")},
-    .parse = parse,
+    .params =
+        {field(&P::image, {.name = "image", .help = "image size [H, W]", .minimum = 1}),
+         field(&P::in_channels, size_param("in_channels", "D_in", 4096)),
+         field(&P::out_channels, size_param("out_channels", "D_out", 4096)),
+         field(&P::heads, size_param("heads", "N_h", 4096)), field(&P::head_dim, size_param("head_dim", "D_h", 4096)),
+         field(&P::key_dim, {.name = "key_dim",
+                             .help = "D_k of the content terms w_qry, w_key; 0: positional heads only",
+                             .default_value = 0,
+                             .minimum = 0,
+                             .maximum = 4096}),
+         field(&P::pad_first,
+               {.name = "padding",
+                .help = "how the layer is applied: \"none\" attends over the image as it is (the softmax "
+                        "renormalises over the keys that exist), \"same\" pads it with zeros by the window's "
+                        "'same' padding first and crops the output back (as in Theorem 1)",
+                .default_value = false,
+                .named = {{"none", false}, {"same", true}}}),
+         field(&P::kernel, {.name = "kernel",
+                            .help = "the window [K1, K2] of the nearest convolution, or \"auto\": the smallest "
+                                    "holding at least `mass` of every head's attention",
+                            .default_value = AutoPair{},
+                            .minimum = 1,
+                            .maximum = 4096}),
+         field(&P::mass, {.name = "mass",
+                          .help = "for kernel \"auto\": the least attention of every head inside the window",
+                          .default_value = 0.99,
+                          .minimum = 0,
+                          .exclusive_minimum = true,
+                          .maximum = 1}),
+         field(&P::alpha, {.name = "alpha",
+                           .help = "A_h = alpha I for every head when the case loads neither precisions nor alphas",
+                           .default_value = 1.0,
+                           .minimum = 0}),
+         field(&P::dtype, dtype_param()), field(&P::seed, seed_param("seed of the tensors the case does not load"))},
+    .tensors = tensor_names,
+    .check = check,
     .verify = {verify<float>, verify<double>},
     .metrics = distance_metrics(
         "the layer against its nearest K1 x K2 convolution, over the whole image",
-        {{.name = "max_abs_interior", .type = "number", .help = "max_abs on the pixels whose window lies inside the image",
-          .error = true},
-         {.name = "rel_l2_interior", .type = "number", .help = "rel_l2 on the pixels whose window lies inside the image",
-          .error = true},
-         {.name = "max_abs_border", .type = "number", .help = "max_abs on the border band (0 when it is empty)",
-          .error = true},
-         {.name = "rel_l2_border", .type = "number", .help = "rel_l2 on the border band (0 when it is empty)",
-          .error = true},
-         {.name = "kernel_resolved", .type = "array", .help = "[K1, K2] of the nearest convolution"},
-         {.name = "tap", .type = "array", .help = "per head: the grid offset [row, column] nearest its centre"},
-         {.name = "center_distance", .type = "array", .help = "per head: |Delta_h - tap| in pixels"},
-         {.name = "leak", .type = "array", .help = "per head: 1 - its attention on its tap (reference query)"},
-         {.name = "mass_outside", .type = "array", .help = "per head: its attention outside the window"},
-         {.name = "uncovered_taps", .type = "integer", .help = "taps of the window no head is nearest to"},
-         {.name = "shared_taps", .type = "integer", .help = "taps two or more heads are nearest to"},
-         {.name = "convolution_like_heads", .type = "integer",
-          .help = "heads with their tap in the window and a leak of at most 0.5"},
-         {.name = "engine", .type = "string", .help = "the MHSA engine that ran (auto: separable where exact)"},
-         {.name = "content_share", .type = "number",
-          .help = "with content terms: rel_l2 of the output without them against the output with them",
-          .always = false}}),
+        {metric::max_abs_interior, metric::rel_l2_interior, metric::max_abs_border, metric::rel_l2_border,
+         metric::kernel_resolved, metric::tap, metric::center_distance, metric::leak, metric::mass_outside,
+         metric::uncovered_taps, metric::shared_taps, metric::convolution_like_heads,
+         metric::engine.described("the MHSA engine that ran (auto: separable where exact)"), metric::content_share}),
     .expected_tensors = expected_tensors,
     .figures = figures,
 }));

@@ -7,16 +7,30 @@
 // c = (K-1)//2; floor(K/2) for dilation 1); padding the image first (the
 // paper's fix, as in Theorem 1's proof) removes the band.
 #include <algorithm>
-#include <numeric>
 
 #include "mhsa/dense_engine.hpp"
+#include "mhsa/engine.hpp"
 #include "metrics/compare.hpp"
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "border_band.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric band_width{
+    .name = "band_width", .type = MetricType::integer, .help = "the widest side of the measured border band"};
+const Metric band_width_expected{
+    .name = "band_width_expected", .type = MetricType::integer, .help = "the widest side of band_sides_expected"};
+const Metric padded_max_abs{
+    .name = "padded_max_abs", .help = "max_abs after the paper's fix (pad, attend, crop): round-off", .error = true};
+const Metric padded_rel_l2{.name = "padded_rel_l2", .help = "rel_l2 after the paper's fix", .error = true};
+const Metric padded_bound{.name = "padded_bound", .help = "the finite-alpha bound of the padded construction"};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 struct PaddingRemarkParams {
@@ -33,14 +47,9 @@ std::array<int, 4> expected_band(std::array<int, 2> kernel, std::array<int, 2> d
           (kernel[1] - 1 - c[1]) * dilation[1]};
 }
 
-PaddingRemarkParams parse(const Case& c) {
-  PaddingRemarkParams p;
-  p.shape = case_conv_shape(c);
-  p.geometry.dilation = get_int_pair(c.params, "dilation");
+void check(PaddingRemarkParams& p, const Case&, const Request&) {
   p.geometry.padding = same_padding(p.shape.kernel, p.geometry.dilation);
   p.geometry.groups = p.shape.groups;
-  p.shared = parse_theorem1_shared(c);
-  p.dtype = p.shared.dtype;
   const auto &image = p.shape.image, &kernel = p.shape.kernel, &dilation = p.geometry.dilation;
   const ConvGeometry& g = p.geometry;
   const auto band = expected_band(kernel, dilation);
@@ -56,7 +65,6 @@ PaddingRemarkParams parse(const Case& c) {
       throw ParamError("image", "the image must be at least the receptive field " +
                                     std::to_string(dilation[axis] * (kernel[axis] - 1) + 1) +
                                     " along axis " + std::to_string(axis) + " to have an interior");
-  return p;
 }
 
 template <class T> Outcome verify(const Case& c, const PaddingRemarkParams& p) {
@@ -89,66 +97,42 @@ template <class T> Outcome verify(const Case& c, const PaddingRemarkParams& p) {
   const FiniteAlphaBound threshold_bound = construction_bound(fixed.layer, image_to_tokens(x), height, width, kernel, options);
   const double threshold = threshold_bound(options.alpha);
 
-  // Where they differ: per pixel, the largest difference over channels.
-  xt::xtensor<double, 2> diff = xt::zeros<double>({height, width});
-  for (std::size_t o = 0; o < c_out; ++o)
-    for (std::size_t i = 0; i < height; ++i)
-      for (std::size_t j = 0; j < width; ++j)
-        diff(i, j) = std::max(diff(i, j), std::abs(double(unpadded(o, i, j)) - double(expected(o, i, j))));
-
+  // Where they differ, per pixel, and the measured band: the bounding box of
+  // the pixels that agree (difference within the bound); the band is
+  // everything outside it, pixels inside that differ or outside that agree
+  // are exceptions.
+  const xt::xtensor<double, 2> diff = pixel_difference(unpadded, expected);
   const auto band = expected_band(kernel, g.dilation);
   double interior_max_abs = 0;
   for (std::size_t i = std::size_t(band[0]); i + std::size_t(band[1]) < height; ++i)
     for (std::size_t j = std::size_t(band[2]); j + std::size_t(band[3]) < width; ++j)
-      interior_max_abs = std::max(interior_max_abs, diff(i, j));
-
-  // The measured band: the bounding box of the pixels that agree (difference
-  // within the bound); the band is everything outside it. Pixels inside the
-  // box that differ, or outside it that agree, are counted as exceptions.
-  int top = int(height), bottom = -1, left = int(width), right = -1;
-  for (int i = 0; i < int(height); ++i)
-    for (int j = 0; j < int(width); ++j)
-      if (diff(std::size_t(i), std::size_t(j)) <= threshold)
-        top = std::min(top, i), bottom = std::max(bottom, i), left = std::min(left, j), right = std::max(right, j);
-  json measured = nullptr;
-  int exceptions = 0, band_error = 0, band_width = std::max(int(height), int(width));
-  if (bottom >= 0) {
-    const std::array<int, 4> sides{top, int(height) - 1 - bottom, left, int(width) - 1 - right};
-    measured = sides;
-    band_width = *std::max_element(sides.begin(), sides.end());
-    for (int s = 0; s < 4; ++s) band_error += std::abs(sides[std::size_t(s)] - band[std::size_t(s)]);
-    for (int i = 0; i < int(height); ++i)
-      for (int j = 0; j < int(width); ++j) {
-        const bool inside = i >= top && i <= bottom && j >= left && j <= right;
-        const bool agrees = diff(std::size_t(i), std::size_t(j)) <= threshold;
-        exceptions += inside != agrees;
-      }
-  } else {
-    band_error = std::accumulate(band.begin(), band.end(), 0) + 1;  // no pixel agrees: no interior found
-  }
+      interior_max_abs = std::isnan(diff(i, j)) ? diff(i, j) : std::max(interior_max_abs, diff(i, j));
+  const BorderBand measured = measure_band(diff, threshold);
+  const int band_width = measured.sides ? *std::max_element(measured.sides->begin(), measured.sides->end())
+                                        : std::max(int(height), int(width));
 
   const Difference whole = compare(unpadded, expected), padded = compare(fixed.actual, expected);
   const double padded_bound = fixed.bound(options.alpha);
   Outcome out;
-  out.metrics = {{"max_abs", whole.max_abs},
-                 {"rel_l2", whole.rel_l2},
-                 {"interior_max_abs", interior_max_abs},
-                 {"band_width", band_width},
-                 {"band_sides", measured},
-                 {"band_sides_expected", band},
-                 {"band_width_expected", *std::max_element(band.begin(), band.end())},
-                 {"band_error", band_error + exceptions},
-                 {"band_exceptions", exceptions},
-                 {"padded_max_abs", padded.max_abs},
-                 {"padded_rel_l2", padded.rel_l2},
-                 {"bound", threshold},
-                 {"padded_bound", padded_bound},
-                 {"alpha", options.alpha},
-                 {"engine", p.shared.engine}};
-  out.default_tolerance = {{"interior_max_abs", threshold}, {"band_error", 0}, {"padded_max_abs", padded_bound}};
-  out.roundoff_tolerance = {{"interior_max_abs", threshold_bound.roundoff(options.alpha)},
-                            {"band_error", 0},
-                            {"padded_max_abs", fixed.bound.roundoff(options.alpha)}};
+  set_distance(out, whole);
+  out.set(metric::interior_max_abs, interior_max_abs);
+  out.set(metric::band_width, band_width);
+  out.set(metric::band_sides, measured.sides_json());
+  out.set(metric::band_sides_expected, band);
+  out.set(metric::band_width_expected, *std::max_element(band.begin(), band.end()));
+  out.set(metric::band_error, measured.error(band));
+  out.set(metric::band_exceptions, measured.exceptions);
+  out.set(metric::padded_max_abs, padded.max_abs);
+  out.set(metric::padded_rel_l2, padded.rel_l2);
+  out.set(metric::bound, threshold);
+  out.set(metric::padded_bound, padded_bound);
+  out.set(metric::alpha, options.alpha);
+  out.set(metric::engine, to_string(Engine::dense));
+  out.default_tolerance =
+      tolerance({{metric::interior_max_abs, threshold}, {metric::band_error, 0}, {metric::padded_max_abs, padded_bound}});
+  out.roundoff_tolerance = tolerance({{metric::interior_max_abs, threshold_bound.roundoff(options.alpha)},
+                                      {metric::band_error, 0},
+                                      {metric::padded_max_abs, fixed.bound.roundoff(options.alpha)}});
   out.message = "max_abs and rel_l2 compare the unpadded MHSA with the zero-padded \"same\" convolution over the "
                 "whole image, border band included; band_error = sum over sides of |measured - expected width| "
                 "plus exceptions";
@@ -157,43 +141,37 @@ template <class T> Outcome verify(const Case& c, const PaddingRemarkParams& p) {
   return out;
 }
 
-const bool registered = register_proof(make_proof<PaddingRemarkParams>({
+using P = PaddingRemarkParams;
+const bool registered = register_proof(make_proof<P>({
     .id = "cordonnier2020.padding_remark",
     .paper = cordonnier2020("remark on padding after Theorem 1"),
-    .statement = "Without padding, the MHSA layer of Theorem 1's construction keeps the image size and equals the zero-padded "
-    "\"same\" convolution in the interior; it differs in a border band of width floor(K/2) (the kernel's reach on "
-    "each side); padding the image before attending removes the difference.",
-    .params = theorem1_params({
-        image_param(),
-        kernel_param("kernel size [K1, K2]; heads = K1*K2, head_dim = out_channels"),
-        {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
-        {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},
-        groups_param(),
-        dilation_param(),
-    }, {.name = "engine", .kind = ParamKind::string, .default_value = "dense", .help = "MHSA engine",
-        .choices = {"dense"}}),
-    .parse = parse,
+    .statement =
+        "Without padding, the MHSA layer of Theorem 1's construction keeps the image size and equals the zero-padded "
+        "\"same\" convolution in the interior; it differs in a border band of width floor(K/2) (the kernel's reach on "
+        "each side); padding the image before attending removes the difference.",
+    .params = {nested(&P::shape,
+                      conv_shape({.kernel_help = "kernel size [K1, K2]; heads = K1*K2, head_dim = out_channels",
+                                  .in_help = "D_in",
+                                  .out_help = "D_out"})),
+               field(&P::geometry, &ConvGeometry::dilation,
+                     {.name = "dilation", .default_value = std::array<int, 2>{1, 1}, .minimum = 1}),
+               nested(&P::shared, theorem1_shared()), field(&P::dtype, dtype_param())},
+    .retired = {{"engine", "dense"}},
+    .tensors = theorem1_tensor_names(),
+    .check = check,
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("the unpadded MHSA against the zero-padded \"same\" convolution, border band included", {
-          {.name = "interior_max_abs", .type = "number",
-           .help = "max_abs outside the expected border band (the remark: round-off)", .error = true},
-          {.name = "band_width", .type = "integer", .help = "the widest side of the measured border band"},
-          {.name = "band_sides", .type = "array",
-           .help = "measured band per side [top, bottom, left, right]; null when no pixel agrees", .nullable = true},
-          {.name = "band_sides_expected", .type = "array", .help = "the kernel's reach per side: c d before, (K-1-c) d after"},
-          {.name = "band_width_expected", .type = "integer", .help = "the widest side of band_sides_expected"},
-          {.name = "band_error", .type = "integer",
-           .help = "sum over sides of |measured - expected width| plus band_exceptions (the remark: 0)", .error = true},
-          {.name = "band_exceptions", .type = "integer",
-           .help = "pixels inside the measured box that differ or outside it that agree", .error = true},
-          {.name = "padded_max_abs", .type = "number",
-           .help = "max_abs after the paper's fix (pad, attend, crop): round-off", .error = true},
-          {.name = "padded_rel_l2", .type = "number", .help = "rel_l2 after the paper's fix", .error = true},
-          {.name = "bound", .type = "number", .help = "the finite-alpha bound of the unpadded layer: agreement per pixel"},
-          {.name = "padded_bound", .type = "number", .help = "the finite-alpha bound of the padded construction"},
-          {.name = "alpha", .type = "number", .help = "the attention sharpness used"},
-          {.name = "engine", .type = "string", .help = "the MHSA engine that ran"},
-      }),
+    .metrics = distance_metrics(
+        "the unpadded MHSA against the zero-padded \"same\" convolution, border band included",
+        {metric::interior_max_abs.described("max_abs outside the expected border band (the remark: round-off)"),
+         metric::band_width, metric::band_sides,
+         metric::band_sides_expected.described("the kernel's reach per side: c d before, (K-1-c) d after"),
+         metric::band_width_expected,
+         metric::band_error.described(
+             "sum over sides of |measured - expected width| plus band_exceptions (the remark: 0)"),
+         metric::band_exceptions.described("pixels inside the measured box that differ or outside it that agree"),
+         metric::padded_max_abs, metric::padded_rel_l2,
+         metric::bound.described("the finite-alpha bound of the unpadded layer: agreement per pixel"),
+         metric::padded_bound, metric::alpha, metric::engine}),
 }));
 
 }  // namespace

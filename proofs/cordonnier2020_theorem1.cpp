@@ -19,16 +19,28 @@
 #include "theorem1_common.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric flops{.name = "flops",
+                   .help = "floating-point operations of the MHSA engine that ran (dense_flops / separable_flops)"};
+const Metric flops_skipped{.name = "flops_skipped",
+                           .help = "of flops, the P V products skipped because P was exactly 0 (dense)"};
+const Metric memory_estimate_bytes{.name = "memory_estimate_bytes",
+                                   .help = "the proof's memory_estimate for this case (bytes at peak)"};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
-using Theorem1Params = Theorem1Case2d;  // the encoding and its precisions are this proof's
+// A 2D Theorem 1 case, its encoding and the engine that runs the MHSA.
+struct Theorem1Params : Theorem1Case2d {
+  Engine engine = Engine::auto_;
+};
 
-Theorem1Params parse(const Case& c) {
-  Theorem1Params p = parse_theorem1_2d(c);
-  p.options.encoding = encoding_from_string(c.params.at("encoding"));
+void check(Theorem1Params& p, const Case& c, const Request& request) {
+  check_theorem1_2d(p, c, request);
   if (p.options.encoding == Encoding::quadratic_general)
     p.options.precision = random_precisions(p.shared.seed, p.options.heads);
-  return p;
 }
 
 // Bytes at the peak of a check: the larger of (during the MHSA) the inputs, the
@@ -54,7 +66,7 @@ double memory_estimate(const Theorem1Params& p) {
   const double inputs = s * (c_in * pixels + c_out * c_in * kernel[0] * kernel[1] + c_out * out_pixels + 2 * c_in * n) + layer;
   // The Theorem 1 layer has no content terms: auto runs the separable engine.
   // Its D_k = D_p, counted as the widest encoding's (quadratic_general, 5).
-  const Engine engine = p.shared.engine == "dense" ? Engine::dense : Engine::separable;
+  const Engine engine = p.engine == Engine::dense ? Engine::dense : Engine::separable;
   const std::size_t d_k = std::size_t(encoding_dim(Encoding::quadratic_general));
   const double during_mhsa = inputs + engine_memory_bytes(engine, hp, wp, std::size_t(c_in), d_k, std::size_t(d_h),
                                                           std::size_t(c_out), std::size_t(s));
@@ -64,7 +76,7 @@ double memory_estimate(const Theorem1Params& p) {
   return process + std::max(during_mhsa, at_end);
 }
 
-template <class T> Outcome verify(const Case& c, const Theorem1Params& p) {
+template <class T> Outcome verify(const Case& c, const Theorem1Params& p, const Request& request) {
   const CaseTensors tensors(c, p.shared.seed);
   const Image<T> x = tensors.get<T, 3>("input", p.shape.input());
   const Kernel<T> w = tensors.get<T, 4>("conv_weight", p.shape.weight());
@@ -76,18 +88,18 @@ template <class T> Outcome verify(const Case& c, const Theorem1Params& p) {
   EngineResult<T> ran{};
   const MhsaGridEngine<T> engine = [&](const MhsaLayer<T>& layer, const Matrix<T>& tokens, std::size_t h,
                                        std::size_t w_, const QueryGrid& queries) {
-    ran = run_mhsa(engine_from_string(p.shared.engine), layer, tokens, h, w_, queries);
+    ran = run_mhsa(p.engine, layer, tokens, h, w_, queries);
     return ran.y;
   };
   const Theorem1Check<T> check = check_theorem1(x, w, b, p.geometry, p.options, engine);
 
-  Outcome out = construction_outcome(c, check, p.options, to_string(ran.ran));
-  out.metrics["flops"] = ran.flops;
-  out.metrics["flops_skipped"] = ran.flops_skipped;
-  out.metrics["memory_estimate_bytes"] = memory_estimate(p);
+  Outcome out = construction_outcome(request, check, p.options, to_string(ran.ran));
+  out.set(metric::flops, ran.flops);
+  out.set(metric::flops_skipped, ran.flops_skipped);
+  out.set(metric::memory_estimate_bytes, memory_estimate(p));
   const Padding& pad = p.geometry.padding;
-  out.metrics["padding_resolved"] = {pad.top, pad.bottom, pad.left, pad.right};
-  out.metrics["output_shape"] = {check.expected.shape(0), check.expected.shape(1), check.expected.shape(2)};
+  out.set(metric::padding_resolved, {pad.top, pad.bottom, pad.left, pad.right});
+  out.set(metric::output_shape, {check.expected.shape(0), check.expected.shape(1), check.expected.shape(2)});
   out.tensors = conv_tensors<T>(x, check.expected, check.actual, w, b);
   return out;
 }
@@ -156,44 +168,30 @@ std::vector<FigureData> figures(const Case& c, const Theorem1Params& p, const js
 const bool registered = register_proof(make_proof<Theorem1Params>({
     .id = "cordonnier2020.theorem1",
     .paper = cordonnier2020("Theorem 1"),
-    .statement = "A multi-head self-attention layer with N_h heads of dimension D_h, output dimension D_out and a relative "
-    "positional encoding of dimension D_p >= 3 can express any convolutional layer of kernel size "
-    "sqrt(N_h) x sqrt(N_h) and min(D_h, D_out) output channels (with padding, stride and dilation by the paper's "
-    "remarks).",
-    .params = theorem1_params({
-        image_param(),
-        kernel_param("kernel size [K1, K2]", ParamKind::int_pair, 4096),
-        {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
-        {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},
-        groups_param(),
-        {.name = "heads", .kind = ParamKind::integer, .default_value = nullptr, .help = "N_h (>= K1*K2 for the claim)",
-         .minimum = 1},
-        {.name = "head_dim", .kind = ParamKind::integer, .default_value = nullptr,
-         .help = "D_h (>= min(in_channels, out_channels) for an exact construction)", .minimum = 1},
-        padding_param(),
-        padding_mode_param(),
-        stride_param(),
-        dilation_param(ParamKind::int_pair, 4096),
-        {.name = "encoding", .kind = ParamKind::string, .default_value = "quadratic",
-         .help = "\"quadratic\": r = (|delta|^2, delta1, delta2), D_p = 3 (the theorem); \"quadratic_general\": "
-                 "r = (delta1^2, delta2^2, delta1 delta2, delta1, delta2), D_p = 5, precision alpha*A per head with a "
-                 "seeded random SPD A of unit smallest eigenvalue",
-         .choices = {"quadratic", "quadratic_general"}},
-    }, {.name = "engine", .kind = ParamKind::string, .default_value = "auto",
-        .help = "MHSA engine: dense, separable (exact only without content terms), auto (separable where exact)",
-        .choices = {"dense", "separable", "auto"}}),
-    .parse = parse,
+    .statement =
+        "A multi-head self-attention layer with N_h heads of dimension D_h, output dimension D_out and a relative "
+        "positional encoding of dimension D_p >= 3 can express any convolutional layer of kernel size "
+        "sqrt(N_h) x sqrt(N_h) and min(D_h, D_out) output channels (with padding, stride and dilation by the paper's "
+        "remarks).",
+    .params = fields<Theorem1Params>(
+        theorem1_2d_params(),
+        field(&Theorem1Case2d::options, &Theorem1Options::encoding,
+              {.name = "encoding",
+               .help = "\"quadratic\": r = (|delta|^2, delta1, delta2), D_p = 3 (the theorem); \"quadratic_general\": "
+                       "r = (delta1^2, delta2^2, delta1 delta2, delta1, delta2), D_p = 5, precision alpha*A per head "
+                       "with a seeded random SPD A of unit smallest eigenvalue",
+               .default_value = Encoding::quadratic,
+               .named = by_name({Encoding::quadratic, Encoding::quadratic_general})}),
+        field(&Theorem1Params::engine,
+              {.name = "engine",
+               .help = "MHSA engine: dense, separable (exact only without content terms), auto (separable where exact)",
+               .default_value = Engine::auto_,
+               .named = by_name({Engine::dense, Engine::separable, Engine::auto_})})),
+    .tensors = theorem1_tensor_names(),
+    .check = check,
     .verify = {verify<float>, verify<double>},
-    .metrics = theorem1_metrics({
-        {.name = "flops", .type = "number",
-         .help = "floating-point operations of the MHSA engine that ran (dense_flops / separable_flops)"},
-        {.name = "flops_skipped", .type = "number",
-         .help = "of flops, the P V products skipped because P was exactly 0 (dense)"},
-        {.name = "memory_estimate_bytes", .type = "number",
-         .help = "the proof's memory_estimate for this case (bytes at peak)"},
-        {.name = "padding_resolved", .type = "array", .help = "[top, bottom, left, right]"},
-        {.name = "output_shape", .type = "array", .help = "[C_out, H_out, W_out]"},
-    }),
+    .metrics = theorem1_metrics({metric::flops, metric::flops_skipped, metric::memory_estimate_bytes,
+                                 metric::padding_resolved, metric::output_shape}),
     .memory_estimate = memory_estimate,
     .expected_tensors = theorem1_2d_tensors,
     .figures = figures,

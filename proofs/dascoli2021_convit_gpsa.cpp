@@ -29,6 +29,35 @@
 #include "proof/proof_spec.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric nearest_max_abs{
+    .name = "nearest_max_abs",
+    .help = "GPSA against its nearest convolution (the centre patch's attention on the window)",
+    .error = true};
+const Metric nearest_rel_l2{.name = "nearest_rel_l2", .help = "the same, relative L2"};
+const Metric roundoff_allowance{.name = "roundoff_allowance", .help = "2 n u times the absolute scale of the outputs"};
+const Metric sigma{.name = "sigma", .help = "sigma(lambda) of the case"};
+const Metric head_max_abs{
+    .name = "head_max_abs", .type = MetricType::array, .help = "per head: its output against its nearest convolution"};
+const Metric head_leak{.name = "head_leak",
+                       .type = MetricType::array,
+                       .help = "per head: 1 - attention on the tap nearest Delta_h (centre patch)"};
+const Metric head_mass_outside{.name = "head_mass_outside",
+                               .type = MetricType::array,
+                               .help = "per head: attention outside the window (centre patch)"};
+const Metric locality_strength_min{
+    .name = "locality_strength_min",
+    .help = "smallest locality strength 2^(j/4) (gate 1000) within reach_tolerance of the limit (null: none to 1024)",
+    .nullable = true};
+const Metric gating_min{
+    .name = "gating_min",
+    .help = "smallest lambda on a 0.5 grid (locality strength 1000) within reach_tolerance (null: none to 50)",
+    .nullable = true};
+const Metric sigma_min{.name = "sigma_min", .help = "sigma(gating_min)", .nullable = true};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 constexpr double limit = 1000;  // locality strength and gate of the limit
@@ -41,17 +70,7 @@ struct GpsaParams {
   std::uint64_t seed = 0;
 };
 
-GpsaParams parse(const Case& c) {
-  check_tensor_names(c, {"input", "w_qry", "w_key", "w_proj", "b_proj"});
-  const auto pair = [&](const char* key) {
-    const json& v = c.params.at(key);
-    return v.is_array() ? std::array<int, 2>{v[0].get<int>(), v[1].get<int>()} : std::array<int, 2>{v.get<int>(), v.get<int>()};
-  };
-  GpsaParams p{.image = pair("image"), .window = pair("window"), .heads = std::size_t(get_int(c.params, "heads")),
-               .head_dim = std::size_t(get_int(c.params, "head_dim")),
-               .locality_strength = get_number(c.params, "locality_strength"), .gating = get_number(c.params, "gating"),
-               .weight_scale = get_number(c.params, "weight_scale"),
-               .reach_tolerance = get_number(c.params, "reach_tolerance"), .dtype = case_dtype(c), .seed = case_seed(c)};
+void check(GpsaParams& p, const Case&, const Request&) {
   try {
     (void)convit_kernel_size(p.heads);
   } catch (const std::invalid_argument& e) {
@@ -59,7 +78,6 @@ GpsaParams parse(const Case& c) {
   }
   if (p.window[0] > p.image[0] || p.window[1] > p.image[1])
     throw ParamError("window", "the nearest convolution's window must fit the image");
-  return p;
 }
 
 TensorShapes expected_tensors(const GpsaParams& p) {
@@ -89,7 +107,7 @@ Difference against_conv(const Image<T>& gpsa, const Image<T>& x, const Kernel<T>
   return compare(inner, conv);
 }
 
-template <class T> Outcome verify(const Case& c, const GpsaParams& p) {
+template <class T> Outcome verify(const Case& c, const GpsaParams& p, const Request& request) {
   const CaseTensors tensors(c, p.seed);
   const std::size_t d = p.heads * p.head_dim, h_img = std::size_t(p.image[0]), w_img = std::size_t(p.image[1]);
   const Image<T> x = tensors.get<T, 3>("input", {d, h_img, w_img});
@@ -183,73 +201,70 @@ template <class T> Outcome verify(const Case& c, const GpsaParams& p) {
     if (within(limit, j / 2.0)) gate_min = j / 2.0;
 
   Outcome out;
-  out.metrics = {{"max_abs", d_limit.max_abs},
-                 {"rel_l2", d_limit.rel_l2},
-                 {"nearest_max_abs", d_nearest.max_abs},
-                 {"nearest_rel_l2", d_nearest.rel_l2},
-                 {"roundoff_allowance", roundoff},
-                 {"sigma", 1 / (1 + std::exp(-p.gating))},
-                 {"head_max_abs", head_max_abs},
-                 {"head_leak", head_leak},
-                 {"head_mass_outside", head_mass_outside},
-                 {"locality_strength_min", strength_min},
-                 {"gating_min", gate_min},
-                 {"sigma_min", gate_min.is_null() ? json(nullptr) : json(1 / (1 + std::exp(-gate_min.get<double>())))}};
-  out.default_tolerance = {{"max_abs", roundoff}};
-  if (c.expect == "fail")
+  set_distance(out, d_limit);
+  out.set(metric::nearest_max_abs, d_nearest.max_abs);
+  out.set(metric::nearest_rel_l2, d_nearest.rel_l2);
+  out.set(metric::roundoff_allowance, roundoff);
+  out.set(metric::sigma, 1 / (1 + std::exp(-p.gating)));
+  out.set(metric::head_max_abs, head_max_abs);
+  out.set(metric::head_leak, head_leak);
+  out.set(metric::head_mass_outside, head_mass_outside);
+  out.set(metric::locality_strength_min, strength_min);
+  out.set(metric::gating_min, gate_min);
+  out.set(metric::sigma_min, gate_min.is_null() ? json(nullptr) : json(1 / (1 + std::exp(-gate_min.get<double>()))));
+  out.default_tolerance = tolerance({{metric::max_abs, roundoff}});
+  if (request.expect == Expect::fail)
     out.predicted_failure = PredictedFailure{
-        "max_abs", roundoff, 0.0,
+        metric::max_abs.name, roundoff, 0.0,
         "with a finite locality strength and gate the attention spreads beyond each head's tap and mixes in the "
         "content softmax, so GPSA is not its limit convolution"};
   out.tensors = {{"input", xt::xarray<T>(x)}, {"actual", xt::xarray<T>(y)}, {"limit_kernel", xt::xarray<T>(limit_kernel)}};
   return out;
 }
 
-ParamSpec integer(const char* name, const char* help) {
-  return {.name = name, .kind = ParamKind::integer, .default_value = nullptr, .help = help, .minimum = 1, .maximum = 256};
-}
-
-const bool registered = register_proof(make_proof<GpsaParams>({
+using P = GpsaParams;
+const bool registered = register_proof(make_proof<P>({
     .id = "dascoli2021.convit_gpsa",
     .paper = "d'Ascoli, Touvron, Leavitt, Morcos, Biroli & Sagun, ConViT: Improving Vision Transformers with Soft "
              "Convolutional Inductive Biases, ICML 2021, Eq. 5 and the local init (facebookresearch/convit)",
-    .statement = "Gated positional self-attention with ConViT's local init (v_pos^h = locality_strength (2 Delta_h, "
-    "-1), values I) tends, as sigma(lambda_h) -> 1 and the locality strength grows, to a convolution (Theorem 1's "
-    "construction); at ConViT's default init (locality strength 1, lambda = 1) it is measurably not one.",
-    .params = {{.name = "image", .kind = ParamKind::int_pair, .default_value = nullptr, .help = "[H, W] patches"},
-               integer("heads", "N_h, a square K^2 (ConViT: 4, 9, 16)"),
-               integer("head_dim", "d = D / N_h (ConViT: 48)"),
-               {.name = "window", .kind = ParamKind::int_pair, .default_value = json::array({3, 3}),
-                .help = "the nearest convolution's kernel [K1, K2]"},
-               {.name = "locality_strength", .kind = ParamKind::number, .default_value = 1.0,
-                .help = "ConViT's locality strength (default 1)", .minimum = 0.0, .exclusive_minimum = true},
-               {.name = "gating", .kind = ParamKind::number, .default_value = 1.0,
-                .help = "lambda_h of every head (ConViT's init: 1, sigma = 0.731)"},
-               {.name = "weight_scale", .kind = ParamKind::number, .default_value = 0.034641016151377546,
-                .help = "drawn W_qry, W_key, W_proj, b_proj are uniform in [-1, 1) times this (default: std 0.02, "
-                        "ConViT's truncated-normal std; its b_proj is 0)",
-                .minimum = 0.0},
-               {.name = "reach_tolerance", .kind = ParamKind::number, .default_value = 1e-6,
-                .help = "max_abs for locality_strength_min and gating_min", .minimum = 0.0, .exclusive_minimum = true},
-               dtype_param(),
-               seed_param()},
-    .parse = parse,
+    .statement =
+        "Gated positional self-attention with ConViT's local init (v_pos^h = locality_strength (2 Delta_h, "
+        "-1), values I) tends, as sigma(lambda_h) -> 1 and the locality strength grows, to a convolution (Theorem 1's "
+        "construction); at ConViT's default init (locality strength 1, lambda = 1) it is measurably not one.",
+    .params = {field(&P::image, {.name = "image", .help = "[H, W] patches"}),
+               field(&P::heads, size_param("heads", "N_h, a square K^2 (ConViT: 4, 9, 16)", 256)),
+               field(&P::head_dim, size_param("head_dim", "d = D / N_h (ConViT: 48)", 256)),
+               field(&P::window, {.name = "window",
+                                  .help = "the nearest convolution's kernel [K1, K2]",
+                                  .default_value = std::array<int, 2>{3, 3}}),
+               field(&P::locality_strength, {.name = "locality_strength",
+                                             .help = "ConViT's locality strength (default 1)",
+                                             .default_value = 1.0,
+                                             .minimum = 0.0,
+                                             .exclusive_minimum = true}),
+               field(&P::gating, {.name = "gating",
+                                  .help = "lambda_h of every head (ConViT's init: 1, sigma = 0.731)",
+                                  .default_value = 1.0}),
+               field(
+                   &P::weight_scale,
+                   {.name = "weight_scale",
+                    .help = "drawn W_qry, W_key, W_proj, b_proj are uniform in [-1, 1) times this (default: std 0.02, "
+                            "ConViT's truncated-normal std; its b_proj is 0)",
+                    .default_value = 0.034641016151377546,
+                    .minimum = 0.0}),
+               field(&P::reach_tolerance, {.name = "reach_tolerance",
+                                           .help = "max_abs for locality_strength_min and gating_min",
+                                           .default_value = 1e-6,
+                                           .minimum = 0.0,
+                                           .exclusive_minimum = true}),
+               field(&P::dtype, dtype_param()), field(&P::seed, seed_param())},
+    .tensors = {"input", "w_qry", "w_key", "w_proj", "b_proj"},
+    .check = check,
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("GPSA against its limit convolution (patches whose window lies in the grid)", {
-        {.name = "nearest_max_abs", .type = "number",
-         .help = "GPSA against its nearest convolution (the centre patch's attention on the window)", .error = true},
-        {.name = "nearest_rel_l2", .type = "number", .help = "the same, relative L2"},
-        {.name = "roundoff_allowance", .type = "number", .help = "2 n u times the absolute scale of the outputs"},
-        {.name = "sigma", .type = "number", .help = "sigma(lambda) of the case"},
-        {.name = "head_max_abs", .type = "array", .help = "per head: its output against its nearest convolution"},
-        {.name = "head_leak", .type = "array", .help = "per head: 1 - attention on the tap nearest Delta_h (centre patch)"},
-        {.name = "head_mass_outside", .type = "array", .help = "per head: attention outside the window (centre patch)"},
-        {.name = "locality_strength_min", .type = "number",
-         .help = "smallest locality strength 2^(j/4) (gate 1000) within reach_tolerance of the limit (null: none to 1024)", .nullable = true},
-        {.name = "gating_min", .type = "number",
-         .help = "smallest lambda on a 0.5 grid (locality strength 1000) within reach_tolerance (null: none to 50)", .nullable = true},
-        {.name = "sigma_min", .type = "number", .help = "sigma(gating_min)", .nullable = true},
-    }),
+    .metrics = distance_metrics("GPSA against its limit convolution (patches whose window lies in the grid)",
+                                {metric::nearest_max_abs, metric::nearest_rel_l2, metric::roundoff_allowance,
+                                 metric::sigma, metric::head_max_abs, metric::head_leak, metric::head_mass_outside,
+                                 metric::locality_strength_min, metric::gating_min, metric::sigma_min}),
     .expected_tensors = expected_tensors,
 }));
 

@@ -29,6 +29,30 @@
 #include "theorem1_common.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric global_max_abs{.name = "global_max_abs",
+                            .help = "check 1: window = image (the top-left global_side crop) against the dense engine",
+                            .error = true};
+const Metric global_rel_l2{.name = "global_rel_l2", .help = "check 1: rel_l2", .error = true};
+const Metric global_side{
+    .name = "global_side", .type = MetricType::integer, .help = "check 1: the side of the square crop (odd)"};
+const Metric global_allowance{.name = "global_allowance", .help = "check 1: the round-off allowance"};
+const Metric unpadded_max_abs{.name = "unpadded_max_abs", .help = "check 3: max_abs without padding, band included"};
+const Metric unpadded_bound{.name = "unpadded_bound",
+                            .help = "check 3: the bound on the unpadded image (agreement per pixel)"};
+const Metric global_band_sides{
+    .name = "global_band_sides",
+    .type = MetricType::array,
+    .help = "global attention's band on the unpadded image (cordonnier2020.padding_remark), same weights",
+    .nullable = true};
+const Metric global_band_max_abs{.name = "global_band_max_abs", .help = "global attention's error in its band"};
+const Metric versus_global_max_abs{
+    .name = "versus_global_max_abs",
+    .help = "unpadded neighborhood attention against unpadded global attention, whole image"};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 struct NeighborhoodParams {
@@ -38,15 +62,9 @@ struct NeighborhoodParams {
   Dtype dtype = Dtype::float64;
 };
 
-NeighborhoodParams parse(const Case& c) {
-  NeighborhoodParams p;
-  p.shape = case_conv_shape(c);
-  p.shared = parse_theorem1_shared(c);
-  p.dtype = p.shared.dtype;
-  p.dilation = get_int(c.params, "dilation");
+void check(NeighborhoodParams& p, const Case&, const Request&) {
   const int kernel = square_odd_kernel(p.shape);
-  p.window = get_int(c.params, "window") == 0 ? kernel : get_int(c.params, "window");
-  check_tensor_names(c, {"input", "conv_weight", "conv_bias", "w_qry", "w_key", "v_pos"});
+  if (p.window == 0) p.window = kernel;
   if (p.window % 2 == 0 || p.window < kernel)
     throw ParamError("window", "the window K_att must be odd and at least the kernel " + std::to_string(kernel) +
                                    " (check 2 needs every tap inside it), got " + std::to_string(p.window));
@@ -54,7 +72,6 @@ NeighborhoodParams parse(const Case& c) {
     if (p.shape.image[std::size_t(axis)] < p.window * p.dilation)
       throw ParamError("image", "NATTEN needs every side >= K_att * dilation = " + std::to_string(p.window * p.dilation) +
                                     " (the unpadded window of check 3)");
-  return p;
 }
 
 TensorShapes expected_tensors(const NeighborhoodParams& p) {
@@ -192,31 +209,31 @@ template <class T> Outcome verify(const Case& c, const NeighborhoodParams& p) {
 
   const double padded_bound = bound(options.alpha);
   Outcome out;
-  out.metrics = {{"max_abs", padded.max_abs},
-                 {"rel_l2", padded.rel_l2},
-                 {"bound", padded_bound},
-                 {"attention_leak", bound.leak(options.alpha)},
-                 {"roundoff_allowance", bound.roundoff(options.alpha)},
-                 {"alpha", options.alpha},
-                 {"global_max_abs", g.max_abs},
-                 {"global_rel_l2", g.rel_l2},
-                 {"global_side", g.side},
-                 {"global_allowance", g.allowance},
-                 {"unpadded_max_abs", compare(unpadded, expected).max_abs},
-                 {"interior_max_abs", band.interior_max},
-                 {"unpadded_bound", threshold},
-                 {"band_sides", band.sides_json()},
-                 {"band_sides_expected", band_expected},
-                 {"band_error", band.error(band_expected)},
-                 {"band_exceptions", band.exceptions},
-                 {"band_max_abs", band.band_max},
-                 {"global_band_sides", global_band.sides_json()},
-                 {"global_band_max_abs", global_band.band_max},
-                 {"versus_global_max_abs", versus_global.max_abs}};
-  out.default_tolerance = {{"max_abs", padded_bound}, {"global_max_abs", g.allowance},
-                           {"interior_max_abs", threshold}, {"band_error", 0}};
-  out.roundoff_tolerance = {{"max_abs", bound.roundoff(options.alpha)}, {"global_max_abs", g.allowance},
-                            {"interior_max_abs", unpadded_bound.roundoff(options.alpha)}, {"band_error", 0}};
+  set_distance(out, padded);
+  out.set(metric::bound, padded_bound);
+  out.set(metric::attention_leak, bound.leak(options.alpha));
+  out.set(metric::roundoff_allowance, bound.roundoff(options.alpha));
+  out.set(metric::alpha, options.alpha);
+  out.set(metric::global_max_abs, g.max_abs);
+  out.set(metric::global_rel_l2, g.rel_l2);
+  out.set(metric::global_side, g.side);
+  out.set(metric::global_allowance, g.allowance);
+  out.set(metric::unpadded_max_abs, compare(unpadded, expected).max_abs);
+  out.set(metric::interior_max_abs, band.interior_max);
+  out.set(metric::unpadded_bound, threshold);
+  out.set(metric::band_sides, band.sides_json());
+  out.set(metric::band_sides_expected, band_expected);
+  out.set(metric::band_error, band.error(band_expected));
+  out.set(metric::band_exceptions, band.exceptions);
+  out.set(metric::band_max_abs, band.band_max);
+  out.set(metric::global_band_sides, global_band.sides_json());
+  out.set(metric::global_band_max_abs, global_band.band_max);
+  out.set(metric::versus_global_max_abs, versus_global.max_abs);
+  out.default_tolerance = tolerance({{metric::max_abs, padded_bound}, {metric::global_max_abs, g.allowance},
+                                     {metric::interior_max_abs, threshold}, {metric::band_error, 0}});
+  out.roundoff_tolerance =
+      tolerance({{metric::max_abs, bound.roundoff(options.alpha)}, {metric::global_max_abs, g.allowance},
+                 {metric::interior_max_abs, unpadded_bound.roundoff(options.alpha)}, {metric::band_error, 0}});
   out.message = "padded: the K x K convolution within the bound over the window; unpadded: a border band of " +
                 band.sides_json().dump() + " (expected " + std::to_string(reach) + " per side) where a head whose "
                 "target is missing attends to the nearest pixel of its clamped window instead of the zero padding, "
@@ -230,7 +247,8 @@ template <class T> Outcome verify(const Case& c, const NeighborhoodParams& p) {
   return out;
 }
 
-const bool registered = register_proof(make_proof<NeighborhoodParams>({
+using P = NeighborhoodParams;
+const bool registered = register_proof(make_proof<P>({
     .id = "hassani2023.neighborhood_attention",
     .paper = "Hassani, Walton, Li, Li & Shi, Neighborhood Attention Transformer, CVPR 2023 (NATTEN's window and bias "
              "semantics), against Cordonnier, Loukas & Jaggi, ICLR 2020, Theorem 1",
@@ -239,45 +257,36 @@ const bool registered = register_proof(make_proof<NeighborhoodParams>({
                  "input zero-padded by (K // 2) d, it is the K x K convolution as alpha -> infinity, within the "
                  "finite-alpha bound over the window; without the padding it differs from the zero-padded "
                  "convolution exactly in a border band of (K // 2) d per side.",
-    .params = theorem1_params({
-        image_param(),
-        kernel_param("convolution kernel K (odd, square); heads = K^2, head_dim = out_channels"),
-        {.name = "window", .kind = ParamKind::integer, .default_value = 0,
-         .help = "neighborhood window K_att (odd, >= K; 0: K)", .minimum = 0, .maximum = 4095},
-        {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
-        {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},
-        dilation_param(ParamKind::integer),
-    }, {.name = "engine", .kind = ParamKind::string, .default_value = "dense",
-        .help = "the MHSA engine of the global comparisons", .choices = {"dense"}}),
-    .parse = parse,
+    .params = {nested(&P::shape,
+                      conv_shape(
+                          {.kernel_help = "convolution kernel K (odd, square); heads = K^2, head_dim = out_channels",
+                           .in_help = "D_in",
+                           .out_help = "D_out",
+                           .groups = false})),
+               field(&P::window, {.name = "window",
+                                  .help = "neighborhood window K_att (odd, >= K; 0: K)",
+                                  .default_value = 0,
+                                  .minimum = 0,
+                                  .maximum = 4095}),
+               field(&P::dilation, {.name = "dilation", .default_value = 1, .minimum = 1}),
+               nested(&P::shared, theorem1_shared()), field(&P::dtype, dtype_param())},
+    .retired = {{"engine", "dense"}},
+    .tensors = {"input", "conv_weight", "conv_bias", "w_qry", "w_key", "v_pos"},
+    .check = check,
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("check 2: neighborhood attention on the zero-padded input against the convolution", {
-        {.name = "bound", .type = "number", .help = "the finite-alpha bound of Theorem 1 over the K_att x K_att window"},
-        {.name = "attention_leak", .type = "number", .help = "eps(alpha), the softmax mass off the target"},
-        {.name = "roundoff_allowance", .type = "number", .help = "the round-off part of the bound"},
-        {.name = "alpha", .type = "number", .help = "the attention sharpness used"},
-        {.name = "global_max_abs", .type = "number",
-         .help = "check 1: window = image (the top-left global_side crop) against the dense engine", .error = true},
-        {.name = "global_rel_l2", .type = "number", .help = "check 1: rel_l2", .error = true},
-        {.name = "global_side", .type = "integer", .help = "check 1: the side of the square crop (odd)"},
-        {.name = "global_allowance", .type = "number", .help = "check 1: the round-off allowance"},
-        {.name = "unpadded_max_abs", .type = "number", .help = "check 3: max_abs without padding, band included"},
-        {.name = "interior_max_abs", .type = "number", .help = "check 3: max_abs inside the measured band", .error = true},
-        {.name = "unpadded_bound", .type = "number", .help = "check 3: the bound on the unpadded image (agreement per pixel)"},
-        {.name = "band_sides", .type = "array", .help = "check 3: measured band [top, bottom, left, right]; null when no pixel agrees",
-         .nullable = true},
-        {.name = "band_sides_expected", .type = "array", .help = "check 3: the kernel's reach (K // 2) d per side"},
-        {.name = "band_error", .type = "integer",
-         .help = "check 3: sum over sides of |measured - expected| plus band_exceptions", .error = true},
-        {.name = "band_exceptions", .type = "integer", .help = "check 3: pixels inside the box that differ or outside it that agree",
-         .error = true},
-        {.name = "band_max_abs", .type = "number", .help = "check 3: the error in the band"},
-        {.name = "global_band_sides", .type = "array",
-         .help = "global attention's band on the unpadded image (cordonnier2020.padding_remark), same weights", .nullable = true},
-        {.name = "global_band_max_abs", .type = "number", .help = "global attention's error in its band"},
-        {.name = "versus_global_max_abs", .type = "number",
-         .help = "unpadded neighborhood attention against unpadded global attention, whole image"},
-    }),
+    .metrics = distance_metrics(
+        "check 2: neighborhood attention on the zero-padded input against the convolution",
+        {metric::bound.described("the finite-alpha bound of Theorem 1 over the K_att x K_att window"),
+         metric::attention_leak.described("eps(alpha), the softmax mass off the target"),
+         metric::roundoff_allowance.described("the round-off part of the bound"), metric::alpha, metric::global_max_abs,
+         metric::global_rel_l2, metric::global_side, metric::global_allowance, metric::unpadded_max_abs,
+         metric::interior_max_abs.described("check 3: max_abs inside the measured band"), metric::unpadded_bound,
+         metric::band_sides.described("check 3: measured band [top, bottom, left, right]; null when no pixel agrees"),
+         metric::band_sides_expected.described("check 3: the kernel's reach (K // 2) d per side"),
+         metric::band_error.described("check 3: sum over sides of |measured - expected| plus band_exceptions"),
+         metric::band_exceptions.described("check 3: pixels inside the box that differ or outside it that agree"),
+         metric::band_max_abs.described("check 3: the error in the band"), metric::global_band_sides,
+         metric::global_band_max_abs, metric::versus_global_max_abs}),
     .expected_tensors = expected_tensors,
 }));
 

@@ -26,6 +26,36 @@
 #include "theorem1_common.hpp"
 
 namespace attnconv {
+namespace metric {
+namespace {
+const Metric han_allowance{.name = "han_allowance", .help = "check 1: the round-off allowance"};
+const Metric whole_max_abs{.name = "whole_max_abs",
+                           .help = "W-MSA with the quadratic bias against the convolution, every pixel"};
+const Metric shift{.name = "shift", .type = MetricType::integer, .help = "SW-MSA's cyclic shift M // 2"};
+const Metric expressed_max_abs{.name = "expressed_max_abs",
+                               .help = "check 2: the error on the pixels predicted expressed (W-MSA and SW-MSA)",
+                               .error = true};
+const Metric expressed_fraction{.name = "expressed_fraction", .help = "W-MSA: fraction of pixels within the bound"};
+const Metric expressed_fraction_predicted{.name = "expressed_fraction_predicted",
+                                          .help = "W-MSA: fraction whose K x K neighbourhood lies inside their window"};
+const Metric shifted_expressed_fraction{.name = "shifted_expressed_fraction",
+                                        .help = "SW-MSA: fraction within the bound"};
+const Metric shifted_expressed_fraction_predicted{.name = "shifted_expressed_fraction_predicted",
+                                                  .help = "SW-MSA: fraction predicted"};
+const Metric shifted_band_max_abs{.name = "shifted_band_max_abs", .help = "SW-MSA: the error in its band"};
+const Metric coverage_exceptions{
+    .name = "coverage_exceptions",
+    .type = MetricType::integer,
+    .help = "pixels where measured agreement differs from the prediction (W-MSA, SW-MSA, neither)",
+    .error = true};
+const Metric pixels_expressed_by_neither{.name = "pixels_expressed_by_neither",
+                                         .type = MetricType::integer,
+                                         .help = "pixels neither W-MSA nor SW-MSA expresses"};
+const Metric pixels_expressed_by_neither_predicted{
+    .name = "pixels_expressed_by_neither_predicted", .type = MetricType::integer, .help = "the same, predicted"};
+}  // namespace
+}  // namespace metric
+
 namespace {
 
 struct SwinParams {
@@ -36,20 +66,13 @@ struct SwinParams {
   Dtype dtype = Dtype::float64;
 };
 
-SwinParams parse(const Case& c) {
-  SwinParams p;
-  p.shape = case_conv_shape(c);
-  p.shared = parse_theorem1_shared(c);
-  p.dtype = p.shared.dtype;
-  p.window = get_int(c.params, "window");
+void check(SwinParams& p, const Case&, const Request&) {
   const int kernel = square_odd_kernel(p.shape);
-  check_tensor_names(c, {"input", "conv_weight", "conv_bias", "w_qry", "w_key", "table"});
   if (p.window < kernel)
     throw ParamError("window", "the window M = " + std::to_string(p.window) + " must be at least the kernel " +
                                    std::to_string(kernel) + " for any pixel's neighbourhood to fit in it");
   for (std::size_t axis = 0; axis < 2; ++axis)
     p.padded[axis] = (p.shape.image[axis] + p.window - 1) / p.window * p.window;
-  return p;
 }
 
 TensorShapes expected_tensors(const SwinParams& p) {
@@ -171,26 +194,28 @@ template <class T> Outcome verify(const Case& c, const SwinParams& p) {
   const Difference whole = compare(w_msa, expected);
 
   Outcome out;
-  out.metrics = {{"max_abs", han_max_abs},
-                 {"rel_l2", han_rel_l2},
-                 {"han_allowance", han_allowance},
-                 {"whole_max_abs", whole.max_abs},
-                 {"bound", threshold},
-                 {"alpha", options.alpha},
-                 {"shift", shift},
-                 {"expressed_max_abs", std::max(plain.expressed_max, shifted.expressed_max)},
-                 {"expressed_fraction", plain.agree / pixels},
-                 {"expressed_fraction_predicted", plain.predicted / pixels},
-                 {"band_max_abs", plain.band_max},
-                 {"shifted_expressed_fraction", shifted.agree / pixels},
-                 {"shifted_expressed_fraction_predicted", shifted.predicted / pixels},
-                 {"shifted_band_max_abs", shifted.band_max},
-                 {"coverage_exceptions", plain.exceptions + shifted.exceptions + std::abs(neither - neither_predicted)},
-                 {"pixels_expressed_by_neither", neither},
-                 {"pixels_expressed_by_neither_predicted", neither_predicted}};
-  out.default_tolerance = {{"max_abs", han_allowance}, {"expressed_max_abs", threshold}, {"coverage_exceptions", 0}};
-  out.roundoff_tolerance = {{"max_abs", han_allowance}, {"expressed_max_abs", bound.roundoff(options.alpha)},
-                            {"coverage_exceptions", 0}};
+  out.set(metric::max_abs, han_max_abs);
+  out.set(metric::rel_l2, han_rel_l2);
+  out.set(metric::han_allowance, han_allowance);
+  out.set(metric::whole_max_abs, whole.max_abs);
+  out.set(metric::bound, threshold);
+  out.set(metric::alpha, options.alpha);
+  out.set(metric::shift, shift);
+  out.set(metric::expressed_max_abs, std::max(plain.expressed_max, shifted.expressed_max));
+  out.set(metric::expressed_fraction, plain.agree / pixels);
+  out.set(metric::expressed_fraction_predicted, plain.predicted / pixels);
+  out.set(metric::band_max_abs, plain.band_max);
+  out.set(metric::shifted_expressed_fraction, shifted.agree / pixels);
+  out.set(metric::shifted_expressed_fraction_predicted, shifted.predicted / pixels);
+  out.set(metric::shifted_band_max_abs, shifted.band_max);
+  out.set(metric::coverage_exceptions, plain.exceptions + shifted.exceptions + std::abs(neither - neither_predicted));
+  out.set(metric::pixels_expressed_by_neither, neither);
+  out.set(metric::pixels_expressed_by_neither_predicted, neither_predicted);
+  out.default_tolerance = tolerance(
+      {{metric::max_abs, han_allowance}, {metric::expressed_max_abs, threshold}, {metric::coverage_exceptions, 0}});
+  out.roundoff_tolerance = tolerance({{metric::max_abs, han_allowance},
+                                      {metric::expressed_max_abs, bound.roundoff(options.alpha)},
+                                      {metric::coverage_exceptions, 0}});
   out.message = "W-MSA is within the finite-alpha bound of the convolution on " + std::to_string(plain.agree) + " of " +
                 std::to_string(height * width) + " pixels (" + std::to_string(plain.predicted) +
                 " predicted: their K x K neighbourhood lies inside their window), SW-MSA on " +
@@ -209,47 +234,39 @@ template <class T> Outcome verify(const Case& c, const SwinParams& p) {
   return out;
 }
 
-const bool registered = register_proof(make_proof<SwinParams>({
+using P = SwinParams;
+const bool registered = register_proof(make_proof<P>({
     .id = "liu2021.swin_window_attention",
-    .paper = "Liu et al., Swin Transformer: Hierarchical Vision Transformer using Shifted Windows, ICCV 2021 (its public "
-             "code's window attention); Han et al., On the Connection between Local Attention and Dynamic Depth-wise "
-             "Convolution, ICLR 2022",
+    .paper =
+        "Liu et al., Swin Transformer: Hierarchical Vision Transformer using Shifted Windows, ICCV 2021 (its public "
+        "code's window attention); Han et al., On the Connection between Local Attention and Dynamic Depth-wise "
+        "Convolution, ICLR 2022",
     .statement = "Window attention is a locally connected layer whose per-pixel weights are the attention map, shared "
                  "by the channels of a head (Han et al.); with Cordonnier's quadratic bias and no content terms it is "
                  "the K x K zero-padded convolution exactly on the pixels whose K x K neighbourhood lies inside their "
                  "(shifted) window, and on no other.",
-    .params = theorem1_params({
-        image_param(),
-        kernel_param("convolution kernel K (odd, square); heads = K^2, head_dim = out_channels"),
-        {.name = "window", .kind = ParamKind::integer, .default_value = nullptr, .help = "window M (>= K); shift M // 2",
-         .minimum = 1, .maximum = 64},
-        {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_in", .minimum = 1},
-        {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "D_out", .minimum = 1},
-    }, {.name = "engine", .kind = ParamKind::string, .default_value = "windows", .help = "Swin's window attention",
-        .choices = {"windows"}}),
-    .parse = parse,
+    .params =
+        {nested(&P::shape,
+                conv_shape({.kernel_help = "convolution kernel K (odd, square); heads = K^2, head_dim = out_channels",
+                            .in_help = "D_in",
+                            .out_help = "D_out",
+                            .groups = false})),
+         field(&P::window, {.name = "window", .help = "window M (>= K); shift M // 2", .minimum = 1, .maximum = 64}),
+         nested(&P::shared, theorem1_shared()), field(&P::dtype, dtype_param())},
+    .retired = {{"engine", "windows"}},
+    .tensors = {"input", "conv_weight", "conv_bias", "w_qry", "w_key", "table"},
+    .check = check,
     .verify = {verify<float>, verify<double>},
-    .metrics = distance_metrics("check 1: Han et al.'s locally connected form against window attention (the larger "
-                                "over W-MSA and SW-MSA)", {
-        {.name = "han_allowance", .type = "number", .help = "check 1: the round-off allowance"},
-        {.name = "whole_max_abs", .type = "number", .help = "W-MSA with the quadratic bias against the convolution, every pixel"},
-        {.name = "bound", .type = "number", .help = "the finite-alpha bound over the M x M window: agreement per pixel"},
-        {.name = "alpha", .type = "number", .help = "the attention sharpness used"},
-        {.name = "shift", .type = "integer", .help = "SW-MSA's cyclic shift M // 2"},
-        {.name = "expressed_max_abs", .type = "number",
-         .help = "check 2: the error on the pixels predicted expressed (W-MSA and SW-MSA)", .error = true},
-        {.name = "expressed_fraction", .type = "number", .help = "W-MSA: fraction of pixels within the bound"},
-        {.name = "expressed_fraction_predicted", .type = "number",
-         .help = "W-MSA: fraction whose K x K neighbourhood lies inside their window"},
-        {.name = "band_max_abs", .type = "number", .help = "W-MSA: the error on the other pixels (the band)"},
-        {.name = "shifted_expressed_fraction", .type = "number", .help = "SW-MSA: fraction within the bound"},
-        {.name = "shifted_expressed_fraction_predicted", .type = "number", .help = "SW-MSA: fraction predicted"},
-        {.name = "shifted_band_max_abs", .type = "number", .help = "SW-MSA: the error in its band"},
-        {.name = "coverage_exceptions", .type = "integer",
-         .help = "pixels where measured agreement differs from the prediction (W-MSA, SW-MSA, neither)", .error = true},
-        {.name = "pixels_expressed_by_neither", .type = "integer", .help = "pixels neither W-MSA nor SW-MSA expresses"},
-        {.name = "pixels_expressed_by_neither_predicted", .type = "integer", .help = "the same, predicted"},
-    }),
+    .metrics = distance_metrics(
+        "check 1: Han et al.'s locally connected form against window attention (the larger "
+        "over W-MSA and SW-MSA)",
+        {metric::han_allowance, metric::whole_max_abs,
+         metric::bound.described("the finite-alpha bound over the M x M window: agreement per pixel"), metric::alpha,
+         metric::shift, metric::expressed_max_abs, metric::expressed_fraction, metric::expressed_fraction_predicted,
+         metric::band_max_abs.described("W-MSA: the error on the other pixels (the band)"),
+         metric::shifted_expressed_fraction, metric::shifted_expressed_fraction_predicted, metric::shifted_band_max_abs,
+         metric::coverage_exceptions, metric::pixels_expressed_by_neither,
+         metric::pixels_expressed_by_neither_predicted}),
     .expected_tensors = expected_tensors,
 }));
 

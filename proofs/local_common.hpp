@@ -13,6 +13,7 @@
 #include "mhsa/mhsa_layer.hpp"
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
+#include "border_band.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -57,21 +58,6 @@ template <class T> Image<T> project_heads(const MhsaLayer<T>& layer, const HeadM
 // construction's score up to a constant per head, which the softmax drops).
 double quadratic_bias(std::array<int, 2> delta, std::array<int, 2> target, double alpha);
 
-// Per pixel, the largest |a - b| over the channels of two (C, H, W) images.
-template <class T> xt::xtensor<double, 2> pixel_difference(const Image<T>& a, const Image<T>& b);
-
-// The border band of a difference map: the bounding box of the pixels whose
-// difference is at most `threshold` (they agree), and everything outside it.
-struct BorderBand {
-  std::optional<std::array<int, 4>> sides;  // [top, bottom, left, right]; none when no pixel agrees
-  int exceptions = 0;       // pixels inside the box that differ or outside it that agree
-  double interior_max = 0;  // the largest difference inside the box
-  double band_max = 0;      // the largest difference outside it (the error in the band)
-  // sum over sides of |measured - expected| plus the exceptions (0: the band is as predicted)
-  int error(const std::array<int, 4>& expected) const;
-  json sides_json() const;
-};
-BorderBand measure_band(const xt::xtensor<double, 2>& difference, double threshold);
 
 // A first-order round-off allowance for a softmax-weighted sum computed two
 // ways (gamma_n = n u, Higham 2002 §3.1): each score is a sum of at most

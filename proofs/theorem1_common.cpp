@@ -16,10 +16,9 @@ namespace attnconv {
 
 int needed_head_dim(int in_channels, int out_channels) { return std::min(in_channels, out_channels); }
 
-void check_hypotheses(const Case& c, int kernel_positions, const Theorem1Options& options, int in_channels,
+void check_hypotheses(const Request& request, int kernel_positions, const Theorem1Options& options, int in_channels,
                       int out_channels) {
-  check_tensor_names(c, {"input", "conv_weight", "conv_bias", "reference_output"});
-  if (c.expect != "hold") return;
+  if (request.expect != Expect::hold) return;
   if (options.heads < kernel_positions)
     throw ParamError("heads", "Theorem 1 needs heads >= the number of kernel positions = " +
                                   std::to_string(kernel_positions) + "; set \"expect\": \"fail\" to check the converse");
@@ -30,40 +29,31 @@ void check_hypotheses(const Case& c, int kernel_positions, const Theorem1Options
                                      "set \"expect\": \"fail\" to check the rank-limited case");
 }
 
-std::vector<ParamSpec> theorem1_params(std::vector<ParamSpec> own, ParamSpec engine) {
-  own.insert(own.end(), {
-      bias_param(),
-      {.name = "alpha", .kind = ParamKind::number, .default_value = 60.0, .help = "attention sharpness (> 0)",
-       .minimum = 0.0, .exclusive_minimum = true},
-      dtype_param(),
-      seed_param(),
-      std::move(engine),
-  });
-  return own;
+Field<Theorem1Shared> theorem1_shared() {
+  using S = Theorem1Shared;
+  return group<S>({field(&S::bias, bias_param()),
+                   field(&S::alpha, {.name = "alpha", .help = "attention sharpness (> 0)", .default_value = 60.0,
+                                     .minimum = 0.0, .exclusive_minimum = true}),
+                   field(&S::seed, seed_param())});
 }
 
-Theorem1Shared parse_theorem1_shared(const Case& c) {
-  return {.bias = c.params.at("bias").get<bool>(),
-          .alpha = get_number(c.params, "alpha"),
-          .dtype = case_dtype(c),
-          .seed = case_seed(c),
-          .engine = c.params.at("engine").get<std::string>()};
+std::vector<std::string> theorem1_tensor_names() { return {"input", "conv_weight", "conv_bias", "reference_output"}; }
+
+std::vector<Field<Theorem1Case2d>> theorem1_2d_params(Theorem1ParamOptions o) {
+  using P = Theorem1Case2d;
+  return {nested(&P::shape, conv_shape(o.shape)),
+          field(&P::options, &Theorem1Options::heads, {.name = "heads", .help = "N_h (>= K1*K2 for the claim)", .minimum = 1}),
+          field(&P::options, &Theorem1Options::head_dim, {.name = "head_dim", .help = o.head_dim_help, .minimum = 1}),
+          nested(&P::geometry, conv_geometry({.dilation_maximum = o.dilation_maximum})),
+          nested(&P::shared, theorem1_shared()),
+          field(&P::dtype, dtype_param())};
 }
 
-Theorem1Case2d parse_theorem1_2d(const Case& c) {
-  Theorem1Case2d p;
-  p.shape = case_conv_shape(c);
-  p.geometry = case_geometry(c);
-  p.shared = parse_theorem1_shared(c);
-  p.dtype = p.shared.dtype;
-  p.options.heads = get_int(c.params, "heads");
-  p.options.head_dim = get_int(c.params, "head_dim");
+void check_theorem1_2d(Theorem1Case2d& p, const Case&, const Request& request) {
   p.options.alpha = p.shared.alpha;
   p.options.dilation = p.geometry.dilation;
-  check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
-  check_hypotheses(c, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.in_channels),
+  check_hypotheses(request, p.shape.kernel[0] * p.shape.kernel[1], p.options, int(p.shape.in_channels),
                    int(p.shape.out_channels));
-  return p;
 }
 
 TensorShapes theorem1_2d_tensors(const Theorem1Case2d& p) {
@@ -75,36 +65,11 @@ TensorShapes theorem1_2d_tensors(const Theorem1Case2d& p) {
   return out;
 }
 
-std::vector<MetricSpec> theorem1_metrics(std::vector<MetricSpec> own) {
-  std::vector<MetricSpec> metrics = distance_metrics("MHSA against the plain-loop convolution");
-  metrics.insert(metrics.end(), {
-      {.name = "alpha", .type = "number", .help = "the attention sharpness used"},
-      {.name = "engine", .type = "string", .help = "the MHSA engine that ran"},
-      {.name = "encoding", .type = "string", .help = "the relative positional encoding"},
-      {.name = "lambda_min", .type = "number",
-       .help = "smallest eigenvalue of the per-head precision A (1 for the quadratic encoding)"},
-      {.name = "bound", .type = "number",
-       .help = "finite-alpha bound on max_abs: eps(alpha) * sum_h 2 max_k |X_k W_val^h W_out^h| + round-off"},
-      {.name = "attention_leak", .type = "number",
-       .help = "eps(alpha) = 4 s (1 + s), s = sum_{n>=1} exp(-alpha lambda_min n^2)"},
-      {.name = "roundoff_allowance", .type = "number",
-       .help = "the round-off part of the bound: max_abs within it is the convolution to round-off"},
-      {.name = "weight_distance", .type = "number",
-       .help = "Frobenius distance of the construction's alpha -> infinity kernel (W_val^h W_out^h per position) to "
-               "the convolution's, positions without a head counted in full",
-       .error = true},
-      {.name = "alpha_min", .type = "number",
-       .help = "with a max_abs or rel_l2 tolerance: the smallest alpha whose bound meets it (null: none up to 4096)",
-       .always = false},
-      {.name = "eckart_young", .type = "number",
-       .help = "head_dim < min(in_channels, out_channels): the best weight_distance any W_val, W_out can reach",
-       .always = false},
-      {.name = "failure_floor", .type = "number",
-       .help = "the converse: the least weight_distance predicted (eckart_young, or 0 with too few heads: any "
-               "positive distance)",
-       .always = false},
-      {.name = "bound_note", .type = "string", .help = "the converse: what the bound is about", .always = false},
-  });
+std::vector<Metric> theorem1_metrics(std::vector<Metric> own) {
+  std::vector<Metric> metrics = distance_metrics("MHSA against the plain-loop convolution");
+  metrics.insert(metrics.end(), {metric::alpha, metric::engine, metric::encoding, metric::lambda_min, metric::bound,
+                                 metric::attention_leak, metric::roundoff_allowance, metric::weight_distance,
+                                 metric::alpha_min, metric::eckart_young, metric::failure_floor, metric::bound_note});
   metrics.insert(metrics.end(), own.begin(), own.end());
   return metrics;
 }
@@ -125,36 +90,36 @@ template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kerne
 }
 
 template <class T>
-Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Theorem1Options& options,
+Outcome construction_outcome(const Request& request, const Theorem1Check<T>& check, const Theorem1Options& options,
                              const std::string& engine) {
   const Kernel<T>& w_conv = check.dense_weight;  // block-diagonal slices for a grouped convolution
   const Difference d = compare(check.actual, check.expected);
   const FiniteAlphaBound& b = check.bound;
   const double bound = b(options.alpha);
   Outcome out;
-  out.metrics = {{"max_abs", d.max_abs},
-                 {"rel_l2", d.rel_l2},
-                 {"alpha", options.alpha},
-                 {"engine", engine},
-                 {"encoding", to_string(options.encoding)},
-                 {"bound", bound},
-                 {"attention_leak", b.leak(options.alpha)},
-                 {"roundoff_allowance", b.roundoff(options.alpha)},
-                 {"lambda_min", b.lambda_min}};
-  out.default_tolerance = {{"max_abs", bound}};
-  out.roundoff_tolerance = {{"max_abs", b.roundoff(options.alpha)}};
+  set_distance(out, d);
+  out.set(metric::alpha, options.alpha);
+  out.set(metric::engine, engine);
+  out.set(metric::encoding, to_string(options.encoding));
+  out.set(metric::bound, bound);
+  out.set(metric::attention_leak, b.leak(options.alpha));
+  out.set(metric::roundoff_allowance, b.roundoff(options.alpha));
+  out.set(metric::lambda_min, b.lambda_min);
+  out.default_tolerance = tolerance({{metric::max_abs, bound}});
+  out.roundoff_tolerance = tolerance({{metric::max_abs, b.roundoff(options.alpha)}});
 
   // alpha_min: the smallest alpha whose bound meets the case's tolerance. A
   // rel_l2 tolerance t is met when max_abs <= t |expected|_2 / sqrt(numel).
-  if (!c.tolerance.empty() && (c.tolerance.contains("max_abs") || c.tolerance.contains("rel_l2"))) {
+  const json& asked = request.tolerance;
+  if (asked.contains(metric::max_abs.name) || asked.contains(metric::rel_l2.name)) {
     double limit = std::numeric_limits<double>::infinity();
-    if (c.tolerance.contains("max_abs")) limit = c.tolerance["max_abs"].get<double>();
-    if (c.tolerance.contains("rel_l2")) {
+    if (asked.contains(metric::max_abs.name)) limit = asked[metric::max_abs.name].get<double>();
+    if (asked.contains(metric::rel_l2.name)) {
       const double norm = std::sqrt(double(xt::sum(xt::square(xt::cast<double>(check.expected)))()));
-      limit = std::min(limit, c.tolerance["rel_l2"].get<double>() * norm / std::sqrt(double(check.expected.size())));
+      limit = std::min(limit, asked[metric::rel_l2.name].get<double>() * norm / std::sqrt(double(check.expected.size())));
     }
     const double a = alpha_min(b, limit);
-    out.metrics["alpha_min"] = std::isnan(a) ? json(nullptr) : json(a);
+    out.set(metric::alpha_min, std::isnan(a) ? json(nullptr) : json(a));
     if (std::isnan(a))
       out.message = "no alpha up to 4096 brings the bound under the tolerance: the round-off allowance alone exceeds it";
   }
@@ -162,28 +127,28 @@ Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const
   const int positions = int(w_conv.shape(2) * w_conv.shape(3));
   const int c_out = int(w_conv.shape(0)), needed = needed_head_dim(int(w_conv.shape(1)), c_out);
   const auto note = [&](const std::string& s) { out.message += (out.message.empty() ? "" : "; ") + s; };
-  out.metrics["weight_distance"] = weight_distance(check.layer, w_conv, options.heads);
+  out.set(metric::weight_distance, weight_distance(check.layer, w_conv, options.heads));
   if (options.head_dim < needed || options.heads < positions) {
-    out.metrics["bound_note"] = "the bound is on the distance to the alpha -> infinity limit of the construction, "
-                                "which is not the convolution here";
+    out.set(metric::bound_note, "the bound is on the distance to the alpha -> infinity limit of the construction, "
+                                "which is not the convolution here");
     // Eckart-Young: no rank-D_h W_val^h W_out^h is closer to a slice than its
     // singular-value tail, so weight_distance >= eckart_young exactly; both are
     // computed in double from the same weights, each within n u |W|_F.
     const double tail = options.head_dim < needed ? eckart_young_tail(w_conv, options.head_dim) : 0.0;
     const double w_norm = std::sqrt(double(xt::sum(xt::square(xt::cast<double>(w_conv)))()));
-    out.metrics["failure_floor"] = tail;
+    out.set(metric::failure_floor, tail);
     out.predicted_failure = PredictedFailure{
-        "weight_distance", tail, double(w_conv.size()) * std::numeric_limits<double>::epsilon() * w_norm,
+        metric::weight_distance.name, tail, double(w_conv.size()) * std::numeric_limits<double>::epsilon() * w_norm,
         options.head_dim < needed ? "the Eckart-Young distance of rank-" + std::to_string(options.head_dim) + " heads"
                                  : "kernel positions without a head"};
   }
   if (options.head_dim < needed) {
-    const double tail = out.metrics["failure_floor"];
-    out.metrics["eckart_young"] = tail;
+    const double tail = out.get(metric::failure_floor);
+    out.set(metric::eckart_young, tail);
     note("head_dim " + std::to_string(options.head_dim) + " < min(in_channels, out_channels) " + std::to_string(needed) +
          ": a head's W_val W_out has rank <= " + std::to_string(options.head_dim) +
          ", so each kernel slice is only approximated by its best rank-" + std::to_string(options.head_dim) +
-         " factorisation; the weights are off by " + short_number(double(out.metrics["weight_distance"])) +
+         " factorisation; the weights are off by " + short_number(double(out.get(metric::weight_distance))) +
          " (Frobenius), and no choice of W_val, W_out can do better than the Eckart-Young distance " + short_number(tail));
   }
   if (options.heads < positions)
@@ -195,9 +160,9 @@ Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const
 
 template double weight_distance(const MhsaLayer<float>&, const Kernel<float>&, int);
 template double weight_distance(const MhsaLayer<double>&, const Kernel<double>&, int);
-template Outcome construction_outcome(const Case&, const Theorem1Check<float>&, const Theorem1Options&,
+template Outcome construction_outcome(const Request&, const Theorem1Check<float>&, const Theorem1Options&,
                                       const std::string&);
-template Outcome construction_outcome(const Case&, const Theorem1Check<double>&, const Theorem1Options&,
+template Outcome construction_outcome(const Request&, const Theorem1Check<double>&, const Theorem1Options&,
                                       const std::string&);
 
 }  // namespace attnconv

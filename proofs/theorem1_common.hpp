@@ -12,6 +12,7 @@
 #include "proof/proof.hpp"
 #include "proof/common_params.hpp"
 #include "proof/dtype.hpp"
+#include "proof/field.hpp"
 
 namespace attnconv {
 
@@ -21,23 +22,21 @@ inline std::string cordonnier2020(const std::string& part) {
          "2020, " + part;
 }
 
-// The parameters every Theorem 1 proof ends with, parsed.
+// The parameters every Theorem 1 proof ends with.
 struct Theorem1Shared {
   bool bias = true;
   double alpha = 0;
-  Dtype dtype = Dtype::float64;
   std::uint64_t seed = 0;
-  std::string engine;  // as the case names it
 };
+// "bias", "alpha", "seed".
+Field<Theorem1Shared> theorem1_shared();
 
-// A Theorem 1 proof's parameters: its own, then those every one of them ends
-// with (bias, alpha, dtype, seed), then its `engine`.
-std::vector<ParamSpec> theorem1_params(std::vector<ParamSpec> own, ParamSpec engine);
-Theorem1Shared parse_theorem1_shared(const Case& c);
+// The tensors a Theorem 1 case may load (input, conv_weight, conv_bias, reference_output).
+std::vector<std::string> theorem1_tensor_names();
 
 // A 2D Theorem 1 case (theorem1, absolute_encoding): its sizes, geometry,
 // construction options (heads, head_dim, alpha, dilation; the encoding left
-// quadratic) and shared parameters, with the geometry and the hypotheses checked.
+// quadratic) and shared parameters.
 struct Theorem1Case2d {
   ConvShape shape;
   ConvGeometry geometry;
@@ -45,12 +44,57 @@ struct Theorem1Case2d {
   Theorem1Shared shared;
   Dtype dtype = Dtype::float64;
 };
-Theorem1Case2d parse_theorem1_2d(const Case& c);
+// Its parameters: the convolution's shape and geometry, heads, head_dim, the
+// shared ones and dtype.
+struct Theorem1ParamOptions {
+  ConvShapeOptions shape = {.kernel_maximum = 4096, .in_help = "D_in", .out_help = "D_out"};
+  std::optional<double> dilation_maximum = 4096;
+  std::string head_dim_help = "D_h (>= min(in_channels, out_channels) for an exact construction)";
+};
+std::vector<Field<Theorem1Case2d>> theorem1_2d_params(Theorem1ParamOptions options = {});
+// The options the construction takes from the shared parameters and the
+// geometry (alpha, dilation), and Theorem 1's hypotheses (check_hypotheses).
+void check_theorem1_2d(Theorem1Case2d& p, const Case& c, const Request& request);
 // The tensors such a case may load instead of drawing them from the seed.
 TensorShapes theorem1_2d_tensors(const Theorem1Case2d& p);
 
+// What construction_outcome reports.
+namespace metric {
+inline const Metric alpha{.name = "alpha", .help = "the attention sharpness used"};
+inline const Metric engine{.name = "engine", .type = MetricType::string, .help = "the MHSA engine that ran"};
+inline const Metric encoding{.name = "encoding", .type = MetricType::string, .help = "the relative positional encoding"};
+inline const Metric lambda_min{.name = "lambda_min",
+                               .help = "smallest eigenvalue of the per-head precision A (1 for the quadratic encoding)"};
+inline const Metric bound{
+    .name = "bound", .help = "finite-alpha bound on max_abs: eps(alpha) * sum_h 2 max_k |X_k W_val^h W_out^h| + round-off"};
+inline const Metric attention_leak{.name = "attention_leak",
+                                   .help = "eps(alpha) = 4 s (1 + s), s = sum_{n>=1} exp(-alpha lambda_min n^2)"};
+inline const Metric roundoff_allowance{
+    .name = "roundoff_allowance", .help = "the round-off part of the bound: max_abs within it is the convolution to round-off"};
+inline const Metric weight_distance{
+    .name = "weight_distance",
+    .help = "Frobenius distance of the construction's alpha -> infinity kernel (W_val^h W_out^h per position) to the "
+            "convolution's, positions without a head counted in full",
+    .error = true};
+inline const Metric alpha_min{
+    .name = "alpha_min",
+    .help = "with a max_abs or rel_l2 tolerance: the smallest alpha whose bound meets it (null: none up to 4096)",
+    .always = false};
+inline const Metric eckart_young{
+    .name = "eckart_young",
+    .help = "head_dim < min(in_channels, out_channels): the best weight_distance any W_val, W_out can reach",
+    .always = false};
+inline const Metric failure_floor{
+    .name = "failure_floor",
+    .help = "the converse: the least weight_distance predicted (eckart_young, or 0 with too few heads: any positive "
+            "distance)",
+    .always = false};
+inline const Metric bound_note{.name = "bound_note", .type = MetricType::string,
+                               .help = "the converse: what the bound is about", .always = false};
+}  // namespace metric
+
 // The metrics construction_outcome reports, then a proof's `own`.
-std::vector<MetricSpec> theorem1_metrics(std::vector<MetricSpec> own);
+std::vector<Metric> theorem1_metrics(std::vector<Metric> own);
 
 // The head_dim the construction needs: a head expresses one kernel slice
 // W[:, :, p, q] (C_out x C_in) as W_val W_out of rank <= D_h, and a slice has
@@ -58,10 +102,9 @@ std::vector<MetricSpec> theorem1_metrics(std::vector<MetricSpec> own);
 // block-diagonal with the same bound (docs/design.md, "Groups").
 int needed_head_dim(int in_channels, int out_channels);
 
-// The tensors a case may load (input, conv_weight, conv_bias) and, with
-// "expect": "hold", Theorem 1's hypotheses: heads >= kernel positions,
+// With "expect": "hold", Theorem 1's hypotheses: heads >= kernel positions,
 // head_dim >= needed_head_dim. Throws ParamError.
-void check_hypotheses(const Case& c, int kernel_positions, const Theorem1Options& options, int in_channels,
+void check_hypotheses(const Request& request, int kernel_positions, const Theorem1Options& options, int in_channels,
                       int out_channels);
 
 // sqrt(sum over kernel positions of |W_val^h W_out^h - W[:, :, p, q]^T|_F^2), the
@@ -76,7 +119,7 @@ template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kerne
 // {"max_abs": bound}, the round-off one {"max_abs": roundoff_allowance}; the
 // converse's predicted failure is weight_distance >= failure_floor.
 template <class T>
-Outcome construction_outcome(const Case& c, const Theorem1Check<T>& check, const Theorem1Options& options,
+Outcome construction_outcome(const Request& request, const Theorem1Check<T>& check, const Theorem1Options& options,
                              const std::string& engine);
 
 }  // namespace attnconv

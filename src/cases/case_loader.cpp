@@ -106,17 +106,28 @@ bool same_value(const json& given, const json& loaded, bool float32) {
   return given == loaded;
 }
 
-void apply_loaded_params(Case& c, const ProofDef& proof, const json& given) {
-  if (!proof.loaded_params) return;
+// Whether a loaded tensor changed a parameter (then the case is prepared again).
+bool apply_loaded_params(Case& c, const ProofDef& proof, const json& given) {
+  if (!proof.loaded_params) return false;
   const bool float32 = c.params.value("dtype", std::string("float64")) == "float32";
   const json loaded = proof.loaded_params(c);
+  bool changed = false;
   for (const auto& [key, value] : loaded.items()) {
     if (given.contains(key) && !same_value(given[key], value, float32))
       throw InputError(c.file + ": case '" + clip(c.name) + "': key 'params." + key + "': " + quote(given[key]) +
                        " contradicts the loaded tensors, which give " + quote(value) +
                        "; leave it out (the report gives the loaded value)");
+    changed = changed || c.params[key] != value;
     c.params[key] = value;
   }
+  return changed;
+}
+
+// For a retired parameter given another value than its one: what it was.
+std::string retired_words(const ProofDef& proof, const std::string& key) {
+  for (const auto& [name, value] : proof.retired)
+    if (name == key) return "no longer a parameter (it could only be " + value.dump() + "); ";
+  return "";
 }
 
 // The value of a swept parameter as it appears in a case name.
@@ -162,11 +173,11 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
     fail("proof", "unknown proof '" + clip(c.proof) + "'" + suggestion(c.proof, ids) + "; known proofs: " + known_proofs());
   }
 
-  const json params = object.value("params", json::object());
-  if (!params.is_object()) fail("params", "must be an object");
+  if (object.contains("params") && !object["params"].is_object()) fail("params", "must be an object");
+  const json params = without_retired(*proof, object.value("params", json::object()));
   for (const auto& [key, value] : params.items()) {
     const ParamSpec* spec = find_spec(*proof, key);
-    if (!spec) fail("params." + key, "unknown parameter of " + c.proof + suggestion(key, param_names(*proof)));
+    if (!spec) fail("params." + key, retired_words(*proof, key) + "unknown parameter of " + c.proof + suggestion(key, param_names(*proof)));
     if (auto error = check_param(*spec, value); !error.empty()) fail("params." + key, error);
   }
   c.params = json::object();
@@ -179,13 +190,13 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
       c.params[spec.name] = spec.default_value;
   }
 
-  c.tolerance = object.value("tolerance", json::object());
-  if (!c.tolerance.is_object()) fail("tolerance", "must be an object of metric -> number");
+  c.request.tolerance = object.value("tolerance", json::object());
+  if (!c.request.tolerance.is_object()) fail("tolerance", "must be an object of metric -> number");
   const std::vector<std::string> error_metrics = error_metric_names(*proof);
-  for (const auto& [key, value] : c.tolerance.items()) {
+  for (const auto& [key, value] : c.request.tolerance.items()) {
     if (std::find(error_metrics.begin(), error_metrics.end(), key) == error_metrics.end()) {
       const std::string& name = key;  // clang 14 cannot capture a structured binding
-      const bool reported = std::any_of(proof->metrics.begin(), proof->metrics.end(), [&](const MetricSpec& m) { return m.name == name; });
+      const bool reported = std::any_of(proof->metrics.begin(), proof->metrics.end(), [&](const Metric& m) { return m.name == name; });
       fail("tolerance." + key, (reported ? "'" + key + "' is not an error metric of " + c.proof
                                          : "proof " + c.proof + " reports no metric '" + clip(key) + "'" + suggestion(key, error_metrics)) +
                                    "; a tolerance may name only its error metrics: " + join(error_metrics));
@@ -194,8 +205,10 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
       fail("tolerance." + key, "must be a finite number >= 0, got " + quote(value));
   }
 
-  c.expect = object.value("expect", json("hold")).is_string() ? object.value("expect", std::string("hold")) : "";
-  if (c.expect != "hold" && c.expect != "fail") fail("expect", "must be \"hold\" or \"fail\", got " + quote(object["expect"]));
+  const json expect = object.value("expect", json("hold"));
+  const std::optional<Expect> expected = expect.is_string() ? expect_from_string(expect.get<std::string>()) : std::nullopt;
+  if (!expected) fail("expect", "must be \"hold\" or \"fail\", got " + quote(expect));
+  c.request.expect = *expected;
 
   read_weights_keys(object, c, file + ": " + label + ": ");
 
@@ -237,9 +250,9 @@ std::vector<Case> expand_case(const json& object, const std::string& file, std::
     }
     try {
       resolve_weights(expanded, memo);
-      if (proof->validate) proof->validate(expanded);
+      prepare_case(expanded);
       check_weights(expanded, *proof, memo);
-      apply_loaded_params(expanded, *proof, given_params(params, point));
+      if (apply_loaded_params(expanded, *proof, given_params(params, point))) prepare_case(expanded);
     } catch (const ParamError& e) {
       throw InputError(file + ": case '" + clip(expanded.name) + "': key 'params." + e.key + "': " + e.what());
     }

@@ -199,7 +199,7 @@ void check_weights(Case& c, const ProofDef& proof, WeightsMemo& memo) {
     }
   }
 
-  for (const auto& [metric, limit] : c.tolerance.items())
+  for (const auto& [metric, limit] : c.request.tolerance.items())
     if (metric.rfind("reference_", 0) == 0 && !c.weights.contains("reference_output"))
       throw InputError(where("tolerance." + metric) + "the case gives no reference_output to compare with");
   for (const auto& name : names)

@@ -1,6 +1,5 @@
 #include "proof/conv_case.hpp"
 
-#include "proof/conv_geometry.hpp"
 #include "io/errors.hpp"
 #include "proof/npy.hpp"
 #include "proof/case_tensors.hpp"
@@ -8,37 +7,6 @@
 #include "proof/dtype.hpp"
 
 namespace attnconv {
-
-std::vector<ParamSpec> conv_case_params() {
-  return {
-      image_param(),
-      kernel_param(),
-      {.name = "in_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_in", .minimum = 1},
-      {.name = "out_channels", .kind = ParamKind::integer, .default_value = nullptr, .help = "C_out", .minimum = 1},
-      groups_param(),
-      padding_param(),
-      padding_mode_param("other modes: pad first, then decompose"),
-      stride_param(),
-      dilation_param(),
-      bias_param(),
-      dtype_param(),
-      seed_param("seed of the input and weights"),
-  };
-}
-
-ConvCaseParams parse_conv_case(const Case& c) {
-  ConvCaseParams p;
-  p.shape = case_conv_shape(c);
-  p.geometry = case_geometry(c);
-  p.bias = c.params.at("bias").get<bool>();
-  p.dtype = case_dtype(c);
-  p.seed = case_seed(c);
-  check_geometry(p.geometry, p.shape.image, p.shape.kernel, "kernel");
-  check_tensor_names(c, {"input", "conv_weight", "conv_bias", "reference_output"});
-  if (c.weights.contains("conv_bias") && !p.bias)
-    throw ParamError("bias", "weights.conv_bias is given but \"bias\" is false");
-  return p;
-}
 
 TensorShapes conv_case_tensor_shapes(const ConvCaseParams& p) {
   const auto x = p.shape.input();
@@ -74,6 +42,23 @@ template <class T> std::vector<NamedTensor> conv_case_dump(const ConvCase<T>& co
   return {{"input", xt::xarray<T>(conv.input)},
           {"conv_weight", xt::xarray<T>(conv.weight)},
           {"conv_bias", xt::xarray<T>(conv.bias ? *conv.bias : Vector<T>(xt::zeros<T>({conv.weight.shape(0)})))}};
+}
+
+ProofSpec<ConvCaseParams> conv_case_proof(ProofSpec<ConvCaseParams> spec) {
+  using P = ConvCaseParams;
+  spec.params = {nested(&P::shape, conv_shape()),
+                 nested(&P::geometry, conv_geometry({.padding_mode_help = "other modes: pad first, then decompose"})),
+                 field(&P::bias, bias_param()),
+                 field(&P::dtype, dtype_param()),
+                 field(&P::seed, seed_param("seed of the input and weights"))};
+  spec.tensors = {"input", "conv_weight", "conv_bias", "reference_output"};
+  spec.check = [](P& p, const Case& c, const Request&) {
+    if (c.weights.contains("conv_bias") && !p.bias)
+      throw ParamError("bias", "weights.conv_bias is given but \"bias\" is false");
+  };
+  spec.memory_estimate = conv_case_memory_estimate;
+  spec.expected_tensors = conv_case_tensor_shapes;
+  return spec;
 }
 
 template ConvCase<float> conv_case_tensors(const Case&, const ConvCaseParams&);

@@ -10,6 +10,8 @@
 #include "proof/proof.hpp"
 #include "ops/conv2d_blocked.hpp"
 #include "proof/common_params.hpp"
+#include "proof/field.hpp"
+#include "proof/proof_spec.hpp"
 
 namespace attnconv {
 
@@ -21,10 +23,12 @@ struct ConvCaseParams {
   std::uint64_t seed = 0;
 };
 
-std::vector<ParamSpec> conv_case_params();
-// Throws ParamError (the geometry fits the image, "same" with stride 1) or
-// InputError (unknown weights).
-ConvCaseParams parse_conv_case(const Case& c);
+// A convolution proof: `spec` (its id, paper, statement, verify, metrics) with
+// the convolution case's parameters (image, kernel, in_channels,
+// out_channels, groups, padding, padding_mode, stride, dilation, bias, dtype,
+// seed), tensors (input, conv_weight, conv_bias, reference_output; a loaded
+// conv_bias with "bias": false is refused), memory estimate and tensor shapes.
+ProofSpec<ConvCaseParams> conv_case_proof(ProofSpec<ConvCaseParams> spec);
 // The tensors a case may load from .npy: input, conv_weight, conv_bias (with bias).
 TensorShapes conv_case_tensor_shapes(const ConvCaseParams& p);
 // Bytes at the peak of a decomposition check (one sample): the input, its

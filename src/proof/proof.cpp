@@ -1,7 +1,5 @@
 #include "proof/proof.hpp"
 
-#include <iterator>
-
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -15,26 +13,12 @@ std::map<std::string, ProofDef>& registry() {
 }
 }  // namespace
 
-std::vector<MetricSpec> distance_metrics(const std::string& what, std::vector<MetricSpec> more) {
-  std::vector<MetricSpec> metrics = {
-      {.name = "max_abs", .type = "number", .help = "max |a - b| over the output, " + what, .error = true},
-      {.name = "rel_l2", .type = "number", .help = "||a - b||_2 / ||b||_2, " + what, .error = true}};
-  metrics.insert(metrics.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-  // What the harness adds to any proof's metrics (run/case_run.hpp).
-  metrics.insert(metrics.end(), {
-      {.name = "reference_max_abs", .type = "number",
-       .help = "with a reference_output: max |the proof's reference - reference_output| (an outside implementation's "
-               "output for the same input)",
-       .always = false, .error = true},
-      {.name = "reference_rel_l2", .type = "number",
-       .help = "with a reference_output: rel_l2 of the proof's reference against reference_output", .always = false,
-       .error = true},
-      {.name = "max_abs_per_sample", .type = "array",
-       .help = "a batch input: max_abs of each sample (the other metrics are the worst sample's)", .always = false},
-      {.name = "worst_sample", .type = "integer", .help = "a batch input: the sample the other metrics are of",
-       .always = false},
-  });
-  return metrics;
+std::string to_string(Expect expect) { return expect == Expect::hold ? "hold" : "fail"; }
+
+std::optional<Expect> expect_from_string(const std::string& name) {
+  if (name == "hold") return Expect::hold;
+  if (name == "fail") return Expect::fail;
+  return std::nullopt;
 }
 
 std::vector<std::string> error_metric_names(const ProofDef& proof) {
@@ -48,6 +32,18 @@ bool register_proof(ProofDef proof) {
   const std::string id = proof.id;
   if (!registry().emplace(id, std::move(proof)).second) throw std::logic_error("proof registered twice: " + id);
   return true;
+}
+
+json without_retired(const ProofDef& proof, json params) {
+  for (const auto& [name, value] : proof.retired)
+    if (params.is_object() && params.contains(name) && params[name] == value) params.erase(name);
+  return params;
+}
+
+void prepare_case(Case& c) {
+  const ProofDef* proof = find_proof(c.proof);
+  if (!proof) throw std::logic_error("no proof " + c.proof + " is registered");
+  c.prepared = proof->prepare ? proof->prepare(c) : nullptr;
 }
 
 const ProofDef* find_proof(const std::string& id) {

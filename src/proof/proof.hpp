@@ -7,6 +7,7 @@
 // The runner never lists proofs by hand.
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,10 +15,32 @@
 #include <vector>
 #include <xtensor/xarray.hpp>
 
+#include "metrics/compare.hpp"
 #include "proof/figure.hpp"
+#include "proof/metric.hpp"
 #include "proof/params.hpp"
 
 namespace attnconv {
+
+// Whether a case expects its proof's claim to hold, or checks its converse
+// ("expect": "fail": it passes only when the claim fails as the proof predicts).
+enum class Expect { hold, fail };
+std::string to_string(Expect expect);                 // "hold" | "fail"
+std::optional<Expect> expect_from_string(const std::string& name);
+
+// What a case asks of its proof besides its parameters: the tolerance it is
+// judged by (empty: the proof's own) and what it expects. Proofs receive it
+// explicitly (ProofSpec::check, verify) and do not read it off the case.
+struct Request {
+  json tolerance = json::object();  // {"max_abs": ..., "rel_l2": ...} or empty
+  Expect expect = Expect::hold;
+};
+
+// The typed parameters a proof parsed from a case (proof/proof_spec.hpp):
+// made once, when the loader prepares the case, and read by every hook.
+struct PreparedParams {
+  virtual ~PreparedParams() = default;
+};
 
 // One expanded case, as the loader checked it.
 struct Case {
@@ -27,7 +50,7 @@ struct Case {
   std::string file;        // the case file it came from
   json params;             // every parameter of the proof, defaults filled in
   json sweep_point = json::object();  // the swept values of this case
-  json tolerance = json::object();    // {"max_abs": ..., "rel_l2": ...} or empty
+  Request request;                    // its tolerance and expect
   // Tensor name -> source (proof/tensor_source.hpp): an .npy path relative
   // to `file`, or {"file": <.npz>, "entry": <name>}; with `weights_file`, the
   // loader fills it from the .npz's entries under `weights_prefix`.
@@ -35,7 +58,6 @@ struct Case {
   std::string weights_file;           // "weights": "<file>.npz" (a state_dict), or empty
   std::string weights_prefix;         // prepended to every module tensor's name in `weights_file`
   bool weights_partial = false;       // some module tensors loaded, the others drawn from the seed
-  std::string expect = "hold";        // "hold" | "fail"
   // Where each tensor comes from, set by the loader: name -> {"file", "bytes",
   // "sha256"} for a loaded .npy (an .npz entry adds "entry" and "entry_sha256"),
   // {"drawn_from_seed": S} for a drawn one.
@@ -44,6 +66,8 @@ struct Case {
   // the input has no batch dimension. `sample` is the one a run reads.
   std::size_t batch = 0;
   std::size_t sample = 0;
+  // Its proof's typed parameters, parsed once by prepare_case (the loader does it).
+  std::shared_ptr<const PreparedParams> prepared;
 };
 
 // A tensor to dump as .npy, in PyTorch layout.
@@ -64,7 +88,10 @@ struct PredictedFailure {
 
 // What verify() found. `metrics` has at least max_abs and rel_l2.
 struct Outcome {
-  json metrics = json::object();
+  json metrics = json::object();  // set through the proof's Metric handles
+  void set(const Metric& m, json value) { metrics[m.name] = std::move(value); }
+  const json& get(const Metric& m) const { return metrics.at(m.name); }
+  bool has(const Metric& m) const { return metrics.contains(m.name); }
   std::string message;                        // plain words: why it failed, or notes
   json default_tolerance = json::object();    // used when the case gives none
   // Without a case tolerance: within this, the claim is reached to round-off
@@ -79,37 +106,34 @@ struct Outcome {
   std::string reference_tensor = "expected";
 };
 
-// A metric a proof reports, for the report schema (reports/schema.json) and
-// the tolerances a case may give. `type` is a JSON Schema type: "number" (null
-// allowed: NaN/Inf are written as null), "integer", "string", "boolean",
-// "array" or "object".
-struct MetricSpec {
-  std::string name;
-  std::string type;
-  std::string help;
-  bool always = true;     // present in every non-error case (else only sometimes)
-  bool error = false;     // a distance between the claim and its reference: the only metrics a tolerance may name
-  bool nullable = false;  // may be null (besides a non-finite number)
-};
+// Sets max_abs and rel_l2, the distances every proof reports.
+inline void set_distance(Outcome& out, const Difference& d) {
+  out.set(metric::max_abs, d.max_abs);
+  out.set(metric::rel_l2, d.rel_l2);
+}
 
 // Tensor name -> shape in PyTorch layout.
 using TensorShapes = std::map<std::string, std::vector<std::size_t>>;
 
 // A registered proof. Declared with proof/proof_spec.hpp's make_proof, which
-// fills validate, verify and the optional hooks from one typed `parse`.
+// fills prepare, verify and the optional hooks from its typed declarations.
 struct ProofDef {
   std::string id = {};
   std::string paper = {};
   std::string statement = {};
   std::vector<ParamSpec> params = {};
-  // Checks across parameters (the kernel fits the image, enough heads, ...);
-  // throws ParamError naming the key. May be empty.
-  std::function<void(const Case&)> validate = {};
+  // Parameters a proof no longer takes, with the one value they could have:
+  // a case file or report giving that value is read without it.
+  std::vector<std::pair<std::string, json>> retired = {};
+  // The case's typed parameters, checked across keys (the kernel fits the
+  // image, enough heads, ...); throws ParamError naming the key. Run once per
+  // case by prepare_case; the other hooks read its result from Case::prepared.
+  std::function<std::shared_ptr<const PreparedParams>(const Case&)> prepare = {};
   std::function<Outcome(const Case&)> verify = {};
   // Bytes the case will need at its peak, for `list` and --max-memory. May be empty.
   std::function<double(const Case&)> memory_estimate = {};
   // Every metric verify() reports (tests/unit/proof/test_metrics_declared.cpp checks them).
-  std::vector<MetricSpec> metrics = {};
+  std::vector<Metric> metrics = {};
   // The tensors a case may load from .npy ("weights"): name -> shape in
   // PyTorch layout. The loader checks every file against it before anything
   // runs. May be empty: then any name is accepted, with dtype and finiteness
@@ -130,13 +154,17 @@ struct ProofDef {
   bool figures_per_case = false;
 };
 
-// max_abs and rel_l2, the error metrics every proof reports, followed by the
-// proof's own metrics `more`.
-std::vector<MetricSpec> distance_metrics(const std::string& what = "the claim against its reference",
-                                         std::vector<MetricSpec> more = {});
-
 // The names of a proof's error metrics, in declaration order.
 std::vector<std::string> error_metric_names(const ProofDef& proof);
+
+// `params` without the proof's retired parameters that have their one value
+// (an older report or case file); any other value of one is left for the
+// caller's check to refuse.
+json without_retired(const ProofDef& proof, json params);
+
+// Parses c's parameters with its proof (ProofDef::prepare) into c.prepared.
+// Throws ParamError naming the key, or InputError.
+void prepare_case(Case& c);
 
 bool register_proof(ProofDef proof);  // returns true, for `static const bool registered = ...`
 const ProofDef* find_proof(const std::string& id);

@@ -8,6 +8,48 @@
 
 namespace attnconv {
 
+std::string to_string(Status status) {
+  switch (status) {
+    case Status::pass: return "pass";
+    case Status::fail: return "fail";
+    case Status::error: return "error";
+  }
+  return "?";
+}
+
+std::string to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::holds: return "holds";
+    case Verdict::bound_holds: return "bound holds";
+    case Verdict::fails: return "fails";
+    case Verdict::fails_as_predicted: return "fails as predicted";
+    case Verdict::error: return "error";
+  }
+  return "?";
+}
+
+std::optional<Status> status_from_string(const std::string& name) {
+  for (const Status s : {Status::pass, Status::fail, Status::error})
+    if (to_string(s) == name) return s;
+  return std::nullopt;
+}
+
+std::optional<Verdict> verdict_from_string(const std::string& name) {
+  for (const Verdict v : all_verdicts)
+    if (to_string(v) == name) return v;
+  return std::nullopt;
+}
+
+std::optional<Status> entry_status(const json& entry) {
+  const json& s = entry.is_object() ? entry.value("status", json()) : json();
+  return s.is_string() ? status_from_string(s.get<std::string>()) : std::nullopt;
+}
+
+std::optional<Verdict> entry_verdict(const json& entry) {
+  const json& v = entry.is_object() ? entry.value("verdict", json()) : json();
+  return v.is_string() ? verdict_from_string(v.get<std::string>()) : std::nullopt;
+}
+
 json dtype_tolerance(const std::string& dtype) {
   return dtype == "float32" ? json{{"rel_l2", 1e-4}} : json{{"rel_l2", 1e-10}};
 }
@@ -112,13 +154,14 @@ std::string first_non_finite(const Outcome& outcome, const std::vector<std::stri
 
 }  // namespace
 
-Verdict judge(const Case& c, const Outcome& outcome) {
+Judgement judge(const Case& c, const Outcome& outcome) {
   const ProofDef* proof = find_proof(c.proof);
-  Verdict v;
+  Judgement v;
+  const Request& request = c.request;
   // The comparison with an outside implementation's output (reference_*) is
   // judged apart from the claim: it checks that the case describes the layer.
   json claim_tolerance = json::object(), reference_tolerance = json::object();
-  for (const auto& [name, limit] : c.tolerance.items())
+  for (const auto& [name, limit] : request.tolerance.items())
     (name.rfind("reference_", 0) == 0 ? reference_tolerance : claim_tolerance)[name] = limit;
   if (reference_tolerance.empty() && outcome.metrics.contains("reference_rel_l2"))
     reference_tolerance["reference_rel_l2"] = dtype_tolerance(c.params.value("dtype", "float64"))["rel_l2"];
@@ -130,7 +173,8 @@ Verdict judge(const Case& c, const Outcome& outcome) {
   const std::string non_finite = first_non_finite(outcome, proof ? error_metric_names(*proof) : std::vector<std::string>{},
                                                   {&v.tolerance, &outcome.roundoff_tolerance, &reference_tolerance});
   if (!non_finite.empty()) {
-    v.status = v.verdict = "error";
+    v.status = Status::error;
+    v.verdict = Verdict::error;
     v.tolerance.update(reference_tolerance);
     v.message = "error: " + non_finite + ": a non-finite result neither holds nor fails" + tail;
     return v;
@@ -139,8 +183,8 @@ Verdict judge(const Case& c, const Outcome& outcome) {
     const Comparison reference = compare_to(reference_tolerance, outcome.metrics, c.proof);
     v.tolerance.update(reference_tolerance);
     if (!reference.holds()) {
-      v.status = "fail";
-      v.verdict = "fails";
+      v.status = Status::fail;
+      v.verdict = Verdict::fails;
       v.message = "fails: the proof's reference disagrees with the case's reference_output (" + reference.exceeded +
                   "): the parameters do not describe the layer that produced it" + tail;
       return v;
@@ -149,14 +193,15 @@ Verdict judge(const Case& c, const Outcome& outcome) {
 
   const Comparison against = compare_to(v.tolerance, outcome.metrics, c.proof);
   if (!against.holds()) {
-    const std::string gap = c.expect == "fail" ? unconfirmed_failure(outcome, c.proof) : "";
-    const bool as_predicted = c.expect == "fail" && gap.empty();
-    v.status = as_predicted ? "pass" : "fail";
-    v.verdict = as_predicted ? "fails as predicted" : "fails";
+    const bool converse = request.expect == Expect::fail;
+    const std::string gap = converse ? unconfirmed_failure(outcome, c.proof) : "";
+    const bool as_predicted = converse && gap.empty();
+    v.status = as_predicted ? Status::pass : Status::fail;
+    v.verdict = as_predicted ? Verdict::fails_as_predicted : Verdict::fails;
     v.message = as_predicted ? "fails as predicted: the claim of " + c.proof + " does not hold for these parameters (" +
                                    against.exceeded + "), and " + predicted_failure_words(outcome)
                              : "fails: the claim of " + c.proof + " does not hold (" + against.exceeded + ")";
-    if (c.expect == "fail" && !as_predicted) v.message += "; the case expects a predicted failure, but " + gap;
+    if (converse && !as_predicted) v.message += "; the case expects a predicted failure, but " + gap;
     v.message += tail;
     return v;
   }
@@ -164,8 +209,8 @@ Verdict judge(const Case& c, const Outcome& outcome) {
   const Comparison roundoff = given || outcome.roundoff_tolerance.empty()
                                   ? against
                                   : compare_to(outcome.roundoff_tolerance, outcome.metrics, c.proof);
-  v.verdict = roundoff.holds() ? "holds" : "bound holds";
-  v.status = c.expect == "hold" ? "pass" : "fail";
+  v.verdict = roundoff.holds() ? Verdict::holds : Verdict::bound_holds;
+  v.status = request.expect == Expect::hold ? Status::pass : Status::fail;
   if (given)
     v.message = "holds: the claim of " + c.proof + " holds within the case's tolerance (" + against.within + ")";
   else if (roundoff.holds())
@@ -174,7 +219,7 @@ Verdict judge(const Case& c, const Outcome& outcome) {
     v.message = "bound holds: the bound of " + c.proof + " holds (" + against.within +
                 ") but the error is above round-off (" + roundoff.exceeded + "): the claim is approached, not reached, " +
                 where_approached(c);
-  if (c.expect == "fail") v.message += "; the case expects the claim to fail";
+  if (request.expect == Expect::fail) v.message += "; the case expects the claim to fail";
   v.message += tail;
   return v;
 }

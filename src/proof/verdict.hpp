@@ -1,6 +1,7 @@
 #pragma once
 // From a proof's outcome and the case's tolerance to a status, a verdict and a
 // message (README, "Verdicts").
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,14 +9,32 @@
 
 namespace attnconv {
 
-// Every verdict a case entry may have, in the order the summary lists them.
-inline const std::vector<std::string> verdict_names{"holds", "bound holds", "fails", "fails as predicted", "error"};
+// Whether a case passed: its claim holds as it expects, or fails as predicted.
+enum class Status { pass, fail, error };
+// What the case found about its claim; the report writes them as below.
+enum class Verdict { holds, bound_holds, fails, fails_as_predicted, error };
 
-struct Verdict {
-  std::string status;   // "pass" | "fail" | "error"
-  std::string verdict;  // one of verdict_names
+// "pass" | "fail" | "error" and "holds" | "bound holds" | "fails" | "fails as
+// predicted" | "error": the report's words, read and written only at its JSON
+// boundary. The readers return nothing for any other string.
+std::string to_string(Status status);
+std::string to_string(Verdict verdict);
+std::optional<Status> status_from_string(const std::string& name);
+std::optional<Verdict> verdict_from_string(const std::string& name);
+
+// The status and verdict of a report's case entry (none when missing or not one of them).
+std::optional<Status> entry_status(const json& entry);
+std::optional<Verdict> entry_verdict(const json& entry);
+
+// Every verdict, in the order the summary lists them.
+inline constexpr Verdict all_verdicts[] = {Verdict::holds, Verdict::bound_holds, Verdict::fails,
+                                           Verdict::fails_as_predicted, Verdict::error};
+
+struct Judgement {
+  Status status = Status::error;
+  Verdict verdict = Verdict::error;
   std::string message;
-  json tolerance;       // the tolerance applied
+  json tolerance;  // the tolerance applied
 };
 
 // Used when neither the case nor the proof gives a tolerance:
@@ -30,6 +49,6 @@ json dtype_tolerance(const std::string& dtype);
 // "error": a non-finite tensor, error metric or limit. The case passes with
 // "holds" or "bound holds" when it expects the claim to hold, and with
 // "fails as predicted" when it expects it to fail.
-Verdict judge(const Case& c, const Outcome& outcome);
+Judgement judge(const Case& c, const Outcome& outcome);
 
 }  // namespace attnconv

@@ -9,6 +9,7 @@
 #include "report/junit.hpp"
 #include "proof/short_number.hpp"
 #include "report/sweep_fit.hpp"
+#include "proof/verdict.hpp"
 
 namespace attnconv {
 
@@ -79,8 +80,8 @@ std::string provenance_lines(const nlohmann::json& provenance) {
 std::string case_body(const nlohmann::json& c, std::size_t i, const CaseLinks& links) {
   std::string out = "<tbody id=" + case_anchor(i) + " data-status=\"" + xml_escape(c.value("status", "")) +
                     "\"><tr class=row><td>" + text_of(c, "name") + "<td>" + text_of(c, "proof") + "<td>" +
-                    text_of(c, "status") + "<td>" + text_of(c, "verdict") + number_cell(metric(c, "max_abs")) +
-                    number_cell(metric(c, "rel_l2")) + number_cell(metric(c, "bound")) +
+                    text_of(c, "status") + "<td>" + text_of(c, "verdict") + number_cell(metric_value(c, "max_abs")) +
+                    number_cell(metric_value(c, "rel_l2")) + number_cell(metric_value(c, "bound")) +
                     number_cell(c.value("seconds", nlohmann::json()).is_number() ? c["seconds"].get<double>() : std::nan("")) +
                     "<tr><td colspan=8><details><summary>details</summary><p class=msg>" + text_of(c, "message") + "</p>";
   nlohmann::json about = nlohmann::json::object();
@@ -109,11 +110,10 @@ std::string html_cases_table(const nlohmann::json& cases, const CaseLinks& links
     out += std::string("<th") + (*kind ? " data-num=\"1\"" : "") + "><button type=\"button\">" + label + "</button></th>";
   out += "</tr></thead>\n";
   // failed and errored first (README: what a reader looks for), each in report order
-  for (const char* status : {"fail", "error", ""})
-    for (std::size_t i = 0; i < cases.size(); ++i) {
-      const std::string s = cases[i].value("status", "");
-      if (*status ? s == status : s != "fail" && s != "error") out += case_body(cases[i], i, links);
-    }
+  const auto failed = [](const json& c) { return entry_status(c) == Status::fail || entry_status(c) == Status::error; };
+  for (const std::optional<Status> status : {std::optional(Status::fail), std::optional(Status::error), std::optional<Status>()})
+    for (std::size_t i = 0; i < cases.size(); ++i)
+      if (status ? entry_status(cases[i]) == status : !failed(cases[i])) out += case_body(cases[i], i, links);
   return out + "</table>";
 }
 

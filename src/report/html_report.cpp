@@ -32,8 +32,9 @@ std::string header(const json& report, const std::string& source) {
     out += std::string("<span class=\"") + (status[0] == 'p' ? "pass" : status[0] == 'f' ? "fail" : status[0] == 'e' ? "error" : "") +
            "\">" + field(summary, status) + " " + status + "</span>";
   const json verdicts = summary.value("verdicts", json::object());
-  for (const auto& name : verdict_names)
-    if (verdicts.value(name, 0) > 0) out += "<span>" + field(verdicts, name.c_str()) + " " + xml_escape(name) + "</span>";
+  for (const Verdict v : all_verdicts)
+    if (const std::string name = to_string(v); verdicts.value(name, 0) > 0)
+      out += "<span>" + field(verdicts, name.c_str()) + " " + xml_escape(name) + "</span>";
   out += "<span>" + (summary.value("seconds", json()).is_number() ? short_number(summary["seconds"].get<double>()) : "-") +
          " s</span></p>";
   if (report.value("interrupted", false))
@@ -98,18 +99,18 @@ std::string sweeps_section(const std::vector<AlphaSweep>& sweeps) {
 std::string findings_section(const json& cases) {
   std::string out = "<section id=\"findings\" class=\"findings\"><h2>Findings</h2>";
   bool any = false;
-  for (const char* verdict : {"fails", "error", "fails as predicted", "bound holds"}) {
+  for (const Verdict verdict : {Verdict::fails, Verdict::error, Verdict::fails_as_predicted, Verdict::bound_holds}) {
     std::string items;
     std::size_t count = 0;
     for (std::size_t i = 0; i < cases.size(); ++i)
-      if (cases[i].value("verdict", "") == verdict)
+      if (entry_verdict(cases[i]) == verdict)
         ++count, items += "<li><a href=\"#" + case_anchor(i) + "\">" + html_json(cases[i].value("name", json())) +
                           "</a>: " + html_json(cases[i].value("message", json())) + "</li>";
     if (!count) continue;
     any = true;
-    const bool open = std::string(verdict) == "fails" || std::string(verdict) == "error";
-    out += std::string("<details") + (open ? " open" : "") +
-           "><summary>" + verdict + " (" + std::to_string(count) + ")</summary><ul>" + items + "</ul></details>";
+    const bool open = verdict == Verdict::fails || verdict == Verdict::error;
+    out += std::string("<details") + (open ? " open" : "") + "><summary>" + to_string(verdict) + " (" +
+           std::to_string(count) + ")</summary><ul>" + items + "</ul></details>";
   }
   return out + (any ? "" : "<p>Every case's claim holds to round-off.</p>") + "</section>";
 }

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "proof/verdict.hpp"
+
 namespace attnconv {
 
 namespace {
@@ -93,8 +95,8 @@ std::string junit_xml(const nlohmann::json& report) {
     int failures = 0, errors = 0;
     double time = 0;
     for (const auto* c : cases) {
-      failures += c->value("status", "") == "fail";
-      errors += c->value("status", "") == "error";
+      failures += entry_status(*c) == Status::fail;
+      errors += entry_status(*c) == Status::error;
       time += c->value("seconds", 0.0);
     }
     xml += "  <testsuite" + attribute("name", proof) + attribute("tests", std::to_string(cases.size())) +
@@ -103,15 +105,16 @@ std::string junit_xml(const nlohmann::json& report) {
            attribute("timestamp", environment.value("start_time", "")) +
            attribute("hostname", environment.value("host", "")) + ">\n";
     for (const auto* c : cases) {
-      const std::string status = c->value("status", ""), message = c->value("message", "");
+      const std::optional<Status> status = entry_status(*c);
+      const std::string message = c->value("message", "");
       xml += "    <testcase" + attribute("classname", proof) + attribute("name", c->value("name", "")) +
              attribute("file", c->value("file", "")) + attribute("time", seconds_text(c->value("seconds", 0.0)));
       const std::string body = message + "\nmetrics: " + c->value("metrics", nlohmann::json::object()).dump(-1, ' ', false, replace) +
                                "\ntolerance: " + c->value("tolerance", nlohmann::json::object()).dump(-1, ' ', false, replace) +
                                "\nparams: " + c->value("params", nlohmann::json::object()).dump(-1, ' ', false, replace);
-      if (status == "fail" || status == "error") {
-        const std::string tag = status == "fail" ? "failure" : "error";
-        xml += ">\n      <" + tag + attribute("message", message) + attribute("type", status) + ">" + xml_escape(body) +
+      if (status == Status::fail || status == Status::error) {
+        const std::string tag = status == Status::fail ? "failure" : "error";
+        xml += ">\n      <" + tag + attribute("message", message) + attribute("type", to_string(*status)) + ">" + xml_escape(body) +
                "</" + tag + ">\n    </testcase>\n";
       } else {
         xml += "/>\n";

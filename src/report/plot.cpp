@@ -96,8 +96,8 @@ Figure alpha_sweep_figure(const AlphaSweep& sweep) {
   f.name = "alpha-sweep-" + slug(group);
   f.data = "# alpha max_abs bound\n";
   for (const auto* c : sweep.cases) {
-    const double alpha = (*c)["sweep_point"]["alpha"].get<double>(), err = metric(*c, "max_abs");
-    f.data += number(alpha) + " " + number(err > 0 ? err : std::nan("")) + " " + number(metric(*c, "bound")) + "\n";
+    const double alpha = (*c)["sweep_point"]["alpha"].get<double>(), err = metric_value(*c, "max_abs");
+    f.data += number(alpha) + " " + number(err > 0 ? err : std::nan("")) + " " + number(metric_value(*c, "bound")) + "\n";
   }
   // The report's fit (src/report/sweep_fit.hpp): over the points above round-off.
   std::string fit_title = "no fit: fewer than 2 points above round-off", fit_plot;

@@ -54,12 +54,11 @@ json environment() {
 void update_summary(json& report, double seconds) {
   int passed = 0, failed = 0, errored = 0;
   json verdicts = json::object();
-  for (const auto& name : verdict_names) verdicts[name] = 0;
+  for (const Verdict v : all_verdicts) verdicts[to_string(v)] = 0;
   for (const auto& c : report["cases"]) {
-    const auto& status = c["status"];
-    passed += status == "pass", failed += status == "fail", errored += status == "error";
-    const std::string verdict = c.value("verdict", "");
-    if (verdicts.contains(verdict)) verdicts[verdict] = verdicts[verdict].get<int>() + 1;
+    const std::optional<Status> status = entry_status(c);
+    passed += status == Status::pass, failed += status == Status::fail, errored += status == Status::error;
+    if (const std::optional<Verdict> v = entry_verdict(c)) verdicts[to_string(*v)] = verdicts[to_string(*v)].get<int>() + 1;
   }
   report["summary"] = {{"total", report["cases"].size()},
                        {"passed", passed},

@@ -25,8 +25,8 @@ Case report_case(const nlohmann::json& c) {
   out.name = c.value("name", "");
   out.base_name = c.value("sweep_group", out.name);
   out.proof = c.value("proof", "");
-  out.params = c["params"];
-  out.expect = c.value("expect", "hold");
+  out.params = without_retired(*find_proof(out.proof), c["params"]);
+  out.request.expect = c.value("expect", "hold") == "fail" ? Expect::fail : Expect::hold;
   // The tensors the case loaded, from the same files (checked against their SHA-256).
   out.file = c.value("file", "");
   out.weights = c.value("weights", nlohmann::json::object());
@@ -45,7 +45,7 @@ void check_report_cases(const nlohmann::json& report, const std::string& command
                        c.dump().substr(0, 120));
 }
 
-double metric(const nlohmann::json& c, const std::string& key) {
+double metric_value(const nlohmann::json& c, const std::string& key) {
   const auto& m = c.value("metrics", nlohmann::json::object());
   return m.contains(key) && m[key].is_number() ? m[key].get<double>() : std::nan("");
 }
@@ -82,7 +82,9 @@ std::vector<CaseFigures> proof_figures(const nlohmann::json& report, std::ostrea
       continue;
     const std::string name = c.value("name", "");
     try {
-      CaseFigures figures{&c, def->figures(report_case(c), c.value("metrics", nlohmann::json::object()))};
+      Case prepared = report_case(c);
+      prepare_case(prepared);
+      CaseFigures figures{&c, def->figures(prepared, c.value("metrics", nlohmann::json::object()))};
       if (figures.figures.empty()) notes << name << ": its proof supplied no figure\n";
       out.push_back(std::move(figures));
     } catch (const std::exception& e) {  // params or metrics not as this version of the proof knows them

@@ -40,6 +40,6 @@ struct CaseFigures {
 std::vector<CaseFigures> proof_figures(const nlohmann::json& report, std::ostream& notes, const std::string& filter = "");
 
 // The value of metric `key` of case entry `c`, NaN when it has none.
-double metric(const nlohmann::json& c, const std::string& key);
+double metric_value(const nlohmann::json& c, const std::string& key);
 
 }  // namespace attnconv

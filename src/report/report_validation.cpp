@@ -7,6 +7,7 @@
 #include "io/json_reader.hpp"
 #include "report/json_schema.hpp"
 #include "report/schema.hpp"
+#include "proof/verdict.hpp"
 
 namespace attnconv {
 
@@ -25,14 +26,14 @@ void check_case_params(const json& entry, std::size_t index, const std::string& 
   c.base_name = entry.value("sweep_group", c.name);
   c.proof = proof->id;
   c.file = entry.value("file", file);
-  c.params = entry["params"];
-  c.expect = entry.value("expect", std::string("hold"));
+  c.params = without_retired(*proof, entry["params"]);
+  c.request.expect = entry.value("expect", std::string("hold")) == "fail" ? Expect::fail : Expect::hold;
   c.weights = entry.value("weights", json::object());
   for (const auto& spec : proof->params)
     if (const std::string error = check_param(spec, c.params[spec.name]); !error.empty())
       throw bad(file, path + ".params." + spec.name, "case '" + c.name + "': " + error);
   try {
-    if (proof->validate) proof->validate(c);
+    prepare_case(c);
   } catch (const ParamError& e) {
     throw bad(file, path + ".params." + e.key, "case '" + c.name + "': " + e.what());
   }
@@ -50,7 +51,7 @@ void validate_report(const json& report, const std::string& file) {
   const json& cases = report["cases"];
   const json& summary = report["summary"];
   std::size_t counts[3] = {0, 0, 0};
-  for (const auto& c : cases) counts[c["status"] == "pass" ? 0 : c["status"] == "fail" ? 1 : 2]++;
+  for (const auto& c : cases) counts[entry_status(c) == Status::pass ? 0 : entry_status(c) == Status::fail ? 1 : 2]++;
   const std::pair<const char*, std::size_t> expected[] = {
       {"total", cases.size()}, {"passed", counts[0]}, {"failed", counts[1]}, {"errored", counts[2]}};
   for (const auto& [key, count] : expected)

@@ -34,8 +34,15 @@ json int_array(std::size_t size, json item) {
   return {{"type", "array"}, {"items", std::move(item)}, {"minItems", size}, {"maxItems", size}};
 }
 
-json metric_schema(const MetricSpec& metric) {
-  json s = metric.type == "number" || metric.nullable ? json{{"type", {metric.type, "null"}}} : json{{"type", metric.type}};
+std::vector<std::string> verdict_words() {
+  std::vector<std::string> words;
+  for (const Verdict v : all_verdicts) words.push_back(to_string(v));
+  return words;
+}
+
+json metric_schema(const Metric& metric) {
+  const std::string type = to_string(metric.type);
+  json s = metric.type == MetricType::number || metric.nullable ? json{{"type", {type, "null"}}} : json{{"type", type}};
   const std::string help = (metric.error ? "error metric (a tolerance may name it): " : "") + metric.help;
   if (!help.empty()) s["description"] = help;
   return s;
@@ -52,6 +59,9 @@ json params_object(const ProofDef& proof, bool all_required) {
     properties[spec.name] = param_schema(spec);
     if (all_required || spec.default_value.is_null()) required.push_back(spec.name);
   }
+  // A retired parameter, as older case files and reports give it: its one value.
+  for (const auto& [name, value] : proof.retired)
+    properties[name] = {{"const", value}, {"description", "no longer a parameter: read without it"}};
   return {{"type", "object"}, {"properties", properties}, {"required", required}, {"additionalProperties", false}};
 }
 
@@ -132,7 +142,7 @@ json case_file_schema() {
         {"sweep", {{"type", "object"}, {"description", "parameter -> non-empty list of values (cartesian product)"}}},
         {"tolerance", {{"type", "object"}, {"additionalProperties", {{"type", "number"}, {"minimum", 0}}},
                        {"description", "error metric -> largest value for which the claim holds"}}},
-        {"expect", {{"enum", {"hold", "fail"}}}},
+        {"expect", {{"enum", {to_string(Expect::hold), to_string(Expect::fail)}}}},
         {"weights",
          {{"oneOf", json::array({{{"type", "string"}, {"pattern", "\\.npz$"},
                                   {"description", "an .npz file (numpy.savez of a state_dict), relative to the case file"}},
@@ -181,7 +191,7 @@ json report_schema() {
         {"proof", {{"enum", proof_ids()}}},
         {"file", {{"type", "string"}}},
         {"params", {{"type", "object"}}},
-        {"expect", {{"enum", {"hold", "fail"}}}},
+        {"expect", {{"enum", {to_string(Expect::hold), to_string(Expect::fail)}}}},
         {"sweep_group", {{"type", "string"}}},
         {"sweep_point", {{"type", "object"}}},
         {"weights", {{"type", "object"}, {"additionalProperties", tensor_source_schema()}}},
@@ -203,8 +213,8 @@ json report_schema() {
               {"entry", {{"type", "string"}}},
               {"entry_sha256", {{"type", "string"}, {"pattern", "^[0-9a-f]{64}$"}}},
               {"drawn_from_seed", {{"type", "integer"}}}}}}}}},
-        {"status", {{"enum", {"pass", "fail", "error"}}}},
-        {"verdict", {{"enum", verdict_names},
+        {"status", {{"enum", {to_string(Status::pass), to_string(Status::fail), to_string(Status::error)}}}},
+        {"verdict", {{"enum", verdict_words()},
                      {"description", "holds: within the tolerance (without one, to round-off); bound holds: within "
                                      "the proof's bound, above round-off; fails; fails as predicted (the converse, "
                                      "its predicted failure measured); error: no verdict"}}},
@@ -217,7 +227,7 @@ json report_schema() {
   const json count = non_negative_int();
   json verdict_counts = {{"type", "object"}, {"properties", json::object()}, {"additionalProperties", false},
                         {"description", "cases per verdict"}};
-  for (const auto& name : verdict_names) verdict_counts["properties"][name] = count;
+  for (const std::string& name : verdict_words()) verdict_counts["properties"][name] = count;
   return {
       {"$schema", dialect},
       {"$id", "https://attnconv.invalid/reports/schema.json"},

@@ -163,8 +163,8 @@ std::string svg_alpha_sweep(const AlphaSweep& sweep) {
   constexpr double width = 600, height = 360, left = 70, right = 20, top = 48, bottom = 70;
   std::vector<std::array<double, 3>> points;  // alpha, log10 max_abs (NaN: none), log10 bound
   for (const auto* c : sweep.cases) {
-    const double alpha = (*c)["sweep_point"]["alpha"].get<double>(), err = metric(*c, "max_abs"),
-                 bound = metric(*c, "bound");
+    const double alpha = (*c)["sweep_point"]["alpha"].get<double>(), err = metric_value(*c, "max_abs"),
+                 bound = metric_value(*c, "bound");
     points.push_back({alpha, err > 0 ? std::log10(err) : std::nan(""), bound > 0 ? std::log10(bound) : std::nan("")});
   }
   double x0 = points.front()[0], x1 = points.back()[0], y0 = INFINITY, y1 = -INFINITY;

@@ -28,8 +28,8 @@ void compare_with_reference(const Case& c, Outcome& outcome) {
         const xt::xarray<T> reference =
             load_case_tensor<T>(c, "reference_output", std::vector<std::size_t>(tensor.shape().begin(), tensor.shape().end()));
         const Difference d = compare(tensor, reference);
-        outcome.metrics["reference_max_abs"] = d.max_abs;
-        outcome.metrics["reference_rel_l2"] = d.rel_l2;
+        outcome.set(metric::reference_max_abs, d.max_abs);
+        outcome.set(metric::reference_rel_l2, d.rel_l2);
       },
       found->data);
 }
@@ -37,16 +37,16 @@ void compare_with_reference(const Case& c, Outcome& outcome) {
 CaseResult run_one(const ProofDef& proof, const Case& c) {
   Outcome outcome = proof.verify(c);
   compare_with_reference(c, outcome);
-  Verdict verdict = judge(c, outcome);
+  Judgement verdict = judge(c, outcome);
   return {std::move(outcome), std::move(verdict)};
 }
 
 // Larger is worse: status, then a bound that holds above round-off, then max_abs (NaN worst).
 std::tuple<int, int, double> badness(const CaseResult& r) {
-  const int status = r.verdict.status == "error" ? 2 : r.verdict.status == "fail" ? 1 : 0;
+  const int status = r.verdict.status == Status::error ? 2 : r.verdict.status == Status::fail ? 1 : 0;
   const json& max_abs = r.outcome.metrics.value("max_abs", json());
   const double value = max_abs.is_number() ? max_abs.get<double>() : 0.0;
-  return {status, r.verdict.verdict == "bound holds" ? 1 : 0,
+  return {status, r.verdict.verdict == Verdict::bound_holds ? 1 : 0,
           std::isnan(value) ? std::numeric_limits<double>::infinity() : value};
 }
 
@@ -97,7 +97,7 @@ CaseResult run_verify(const Case& c) {
   }
   // The reference distances are the batch's worst, whichever sample is worst by the claim (NaN stays NaN).
   json reference;
-  for (const char* key : {"reference_max_abs", "reference_rel_l2"})
+  for (const std::string& key : {metric::reference_max_abs.name, metric::reference_rel_l2.name})
     for (const auto& sample : samples) {
       const json& value = sample.outcome.metrics.value(key, json());
       if (!value.is_number()) continue;
@@ -107,8 +107,8 @@ CaseResult run_verify(const Case& c) {
     }
   CaseResult result = std::move(samples[worst]);
   for (const auto& [key, value] : reference.items()) result.outcome.metrics[key] = value;
-  result.outcome.metrics["max_abs_per_sample"] = per_sample;
-  result.outcome.metrics["worst_sample"] = worst;
+  result.outcome.set(metric::max_abs_per_sample, per_sample);
+  result.outcome.set(metric::worst_sample, worst);
   result.outcome.tensors = std::move(tensors);
   result.verdict.message += "; a batch of " + std::to_string(c.batch) + " samples, each checked: the metrics are of the worst, sample " +
                             std::to_string(worst);
@@ -123,7 +123,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 json case_entry(const Case& c) {
   json entry = {{"name", c.name},         {"proof", c.proof},          {"file", c.file},
-                {"params", c.params},     {"expect", c.expect},        {"sweep_group", c.base_name},
+                {"params", c.params},     {"expect", to_string(c.request.expect)},        {"sweep_group", c.base_name},
                 {"sweep_point", c.sweep_point}};
   if (!c.weights_file.empty()) entry["weights_file"] = c.weights_file;
   if (!c.weights_file.empty()) entry["weights_prefix"] = c.weights_prefix;
@@ -141,10 +141,10 @@ json case_entry(const Case& c) {
 
 json error_entry(const Case& c, const std::string& message, double seconds) {
   json entry = case_entry(c);
-  entry["status"] = "error";
-  entry["verdict"] = "error";
+  entry["status"] = to_string(Status::error);
+  entry["verdict"] = to_string(Verdict::error);
   entry["metrics"] = json::object();
-  entry["tolerance"] = c.tolerance;
+  entry["tolerance"] = c.request.tolerance;
   entry["message"] = "error: " + message;
   entry["seconds"] = seconds;
   return entry;
@@ -156,9 +156,9 @@ json run_case(const Case& c, const RunOptions& options) {
   try {
     const CaseResult result = run_verify(c);
     const Outcome& outcome = result.outcome;
-    const Verdict& verdict = result.verdict;
-    entry["status"] = verdict.status;
-    entry["verdict"] = verdict.verdict;
+    const Judgement& verdict = result.verdict;
+    entry["status"] = to_string(verdict.status);
+    entry["verdict"] = to_string(verdict.verdict);
     entry["metrics"] = outcome.metrics;
     entry["tolerance"] = verdict.tolerance;
     entry["message"] = verdict.message;

@@ -12,7 +12,7 @@ namespace attnconv {
 
 struct CaseResult {
   Outcome outcome;
-  Verdict verdict;
+  Judgement verdict;
 };
 
 // A batch: every sample is verified and judged; the result is the worst

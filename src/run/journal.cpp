@@ -14,6 +14,7 @@
 #include "run/atomic_file.hpp"
 #include "io/bounded_file.hpp"
 #include "io/errors.hpp"
+#include "proof/verdict.hpp"
 
 namespace attnconv {
 
@@ -53,7 +54,7 @@ int open_append(const std::string& path) {
 // Why a journaled result must not be reused: the case errored (a timeout
 // included), or a file it loaded differs now (size or SHA-256). Empty: reuse.
 std::string stale_reason(const json& entry, const Case& c) {
-  if (entry.value("status", std::string()) == "error") return "it errored";
+  if (entry_status(entry) == Status::error) return "it errored";
   const json was = entry.value("provenance", json::object());
   for (const auto& [name, now] : c.provenance.items()) {
     if (!now.contains("sha256")) continue;
@@ -68,7 +69,7 @@ std::string stale_reason(const json& entry, const Case& c) {
 
 std::string case_fingerprint(const Case& c) {
   const json identity = {{"name", c.name},           {"proof", c.proof},   {"params", c.params},
-                         {"tolerance", c.tolerance}, {"expect", c.expect}, {"weights", c.weights}};
+                         {"tolerance", c.request.tolerance}, {"expect", to_string(c.request.expect)}, {"weights", c.weights}};
   std::uint64_t hash = 1469598103934665603ull;  // FNV-1a, 64 bits
   for (const unsigned char ch : identity.dump(-1, ' ', false, json::error_handler_t::replace))
     hash = (hash ^ ch) * 1099511628211ull;

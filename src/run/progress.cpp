@@ -27,9 +27,9 @@ std::string summary_line(const nlohmann::json& summary) {
   std::snprintf(seconds, sizeof seconds, "%.2f", summary.value("seconds", 0.0));
   std::string verdicts;  // "28 holds, 2 bound holds, 1 fails as predicted": the verdicts that occurred
   const nlohmann::json counts = summary.value("verdicts", nlohmann::json::object());
-  for (const auto& verdict : verdict_names)
-    if (const long long count = counts.value(verdict, 0LL); count > 0)
-      verdicts += (verdicts.empty() ? "; " : ", ") + std::to_string(count) + " " + verdict;
+  for (const Verdict v : all_verdicts)
+    if (const std::string verdict = to_string(v); counts.value(verdict, 0LL) > 0)
+      verdicts += (verdicts.empty() ? "; " : ", ") + std::to_string(counts.value(verdict, 0LL)) + " " + verdict;
   return std::to_string(summary.value("passed", 0)) + " passed, " + std::to_string(summary.value("failed", 0)) +
          " failed, " + std::to_string(summary.value("errored", 0)) + " errored in " + seconds + " s" +
          verdicts;
@@ -56,7 +56,7 @@ void Progress::case_finished(const nlohmann::json& entry) {
     winsize size{};
     const std::size_t columns = ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1 ? size.ws_col : 0;
     out_ << "\r\033[K" << (columns && line.size() >= columns ? line.substr(0, columns - 1) : line);
-    line_open_ = status == "pass";
+    line_open_ = entry_status(entry) == Status::pass;
     if (!line_open_) out_ << "\n";  // failures stay on screen
   } else {
     out_ << line << "\n";

@@ -24,7 +24,8 @@ Outcome logged_verify(const Case& c) {
   return out;
 }
 
-const bool registered = register_proof({"test.provenance", "test", "logs its runs", {}, nullptr, logged_verify});
+const bool registered =
+    register_proof({.id = "test.provenance", .paper = "test", .statement = "logs its runs", .verify = logged_verify});
 
 std::string doubles(std::vector<double> values) { return raw_bytes(values); }
 

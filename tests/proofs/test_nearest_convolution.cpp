@@ -77,7 +77,7 @@ TEST_CASE("The Theorem 1 construction at alpha = 60 gives back its convolution's
   CHECK(out.metrics["uncovered_taps"] == 0);
   CHECK(out.metrics["shared_taps"] == 0);
   CHECK(out.metrics["max_abs"].get<double>() < 1e-13);
-  CHECK(judge(c, out).verdict == "holds");
+  CHECK(judge(c, out).verdict == Verdict::holds);
 
   // The figure: one panel per head, titled with its tap and distance.
   const std::vector<FigureData> figures = find_proof(proof_id)->figures(c, out.metrics);
@@ -168,7 +168,7 @@ TEST_CASE("Off-grid centres: mass outside, leak and the error as computed indepe
   CHECK(out.metrics["rel_l2_interior"].get<double>() ==
         Approx(std::sqrt(interior_diff2 / interior_norm2)).epsilon(1e-10));
   CHECK(interior_max > 1e-3);  // off the grid at alpha 1.5: far from a convolution
-  CHECK(judge(c, out).verdict == "fails");
+  CHECK(judge(c, out).verdict == Verdict::fails);
 }
 
 TEST_CASE("epfml/attention-cnn parameters mapped as documented are the same layer as Eq. 8", "[nearest_convolution]") {

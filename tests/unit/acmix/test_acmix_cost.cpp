@@ -44,6 +44,7 @@ TEST_CASE("cost_table proof: measured rows equal the paper's formulas and the fc
   c.proof = proof->id;
   c.params = {{"image", {8, 8}}, {"in_channels", 64}, {"out_channels", 64}, {"heads", 4}, {"kernel_att", 3},
               {"kernel_conv", 3}, {"stride", 1}, {"dtype", "float64"}, {"seed", 1}};
+  prepare_case(c);
   const Outcome out = proof->verify(c);
   CHECK(out.metrics["max_abs"].get<double>() == 0.0);
   const auto& table = out.metrics["table"];

@@ -27,7 +27,7 @@ TEST_CASE("every metric of every case in cases/ is declared, every declared one 
     REQUIRE(proof);
     proofs_seen.insert(proof->id);
     std::set<std::string> declared, errors;
-    for (const MetricSpec& m : proof->metrics) {
+    for (const Metric& m : proof->metrics) {
       declared.insert(m.name);
       if (m.error) errors.insert(m.name);
       if (m.always) CHECK(c["metrics"].contains(m.name));

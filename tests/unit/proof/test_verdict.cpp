@@ -21,8 +21,7 @@ Case theorem1_case(const std::string& expect = "hold", json tolerance = json::ob
   c.name = "c";
   c.proof = "cordonnier2020.theorem1";
   c.params = {{"dtype", "float64"}, {"alpha", 0.5}};
-  c.expect = expect;
-  c.tolerance = std::move(tolerance);
+  c.request = {.tolerance = std::move(tolerance), .expect = *expect_from_string(expect)};
   return c;
 }
 
@@ -43,14 +42,14 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 }  // namespace
 
 TEST_CASE("to round-off: holds; within the bound only: bound holds (a pass that says so)", "[verdict]") {
-  const Verdict exact = judge(theorem1_case(), outcome(2e-15, 3e-16));
-  CHECK(exact.status == "pass");
-  CHECK(exact.verdict == "holds");
+  const Judgement exact = judge(theorem1_case(), outcome(2e-15, 3e-16));
+  CHECK(exact.status == Status::pass);
+  CHECK(exact.verdict == Verdict::holds);
   CHECK(has(exact.message, "to round-off (max_abs = 2e-15 <= 3e-12)"));
 
-  const Verdict approached = judge(theorem1_case(), outcome(3.42, 0.82));
-  CHECK(approached.status == "pass");
-  CHECK(approached.verdict == "bound holds");
+  const Judgement approached = judge(theorem1_case(), outcome(3.42, 0.82));
+  CHECK(approached.status == Status::pass);
+  CHECK(approached.verdict == Verdict::bound_holds);
   CHECK(has(approached.message, "max_abs = 3.42 <= 119"));
   CHECK(has(approached.message, "approached, not reached, at alpha = 0.5"));
   CHECK(has(approached.message, "rel_l2 = 0.82"));
@@ -58,19 +57,19 @@ TEST_CASE("to round-off: holds; within the bound only: bound holds (a pass that 
 }
 
 TEST_CASE("a case tolerance decides holds or fails; an expected failure that holds is a fail", "[verdict]") {
-  const Verdict within = judge(theorem1_case("hold", {{"rel_l2", 1.0}}), outcome(3.42, 0.82));
-  CHECK(within.verdict == "holds");
-  CHECK(within.status == "pass");
+  const Judgement within = judge(theorem1_case("hold", {{"rel_l2", 1.0}}), outcome(3.42, 0.82));
+  CHECK(within.verdict == Verdict::holds);
+  CHECK(within.status == Status::pass);
   CHECK(has(within.message, "within the case's tolerance (rel_l2 = 0.82 <= 1)"));
 
-  const Verdict over = judge(theorem1_case("hold", {{"rel_l2", 0.5}}), outcome(3.42, 0.82));
-  CHECK(over.verdict == "fails");
-  CHECK(over.status == "fail");
+  const Judgement over = judge(theorem1_case("hold", {{"rel_l2", 0.5}}), outcome(3.42, 0.82));
+  CHECK(over.verdict == Verdict::fails);
+  CHECK(over.status == Status::fail);
   CHECK(has(over.message, "rel_l2 = 0.82 > 0.5"));
 
-  const Verdict unexpected = judge(theorem1_case("fail"), outcome(2e-15, 3e-16));
-  CHECK(unexpected.verdict == "holds");
-  CHECK(unexpected.status == "fail");
+  const Judgement unexpected = judge(theorem1_case("fail"), outcome(2e-15, 3e-16));
+  CHECK(unexpected.verdict == Verdict::holds);
+  CHECK(unexpected.status == Status::fail);
   CHECK(has(unexpected.message, "expects the claim to fail"));
 }
 
@@ -78,9 +77,9 @@ TEST_CASE("a converse passes only with its predicted failure measured, finite an
   Outcome measured = outcome(3.6, 0.46, 1e-12);
   measured.metrics["weight_distance"] = 4.18;
   measured.predicted_failure = PredictedFailure{"weight_distance", 4.18, 1e-13, "the Eckart-Young distance"};
-  const Verdict as_predicted = judge(theorem1_case("fail"), measured);
-  CHECK(as_predicted.verdict == "fails as predicted");
-  CHECK(as_predicted.status == "pass");
+  const Judgement as_predicted = judge(theorem1_case("fail"), measured);
+  CHECK(as_predicted.verdict == Verdict::fails_as_predicted);
+  CHECK(as_predicted.status == Status::pass);
   CHECK(has(as_predicted.message, "weight_distance = 4.18 >= the predicted floor 4.18 (the Eckart-Young distance)"));
 
   // Exceeding the tolerance alone is no confirmed converse: each of these fails.
@@ -96,10 +95,10 @@ TEST_CASE("a converse passes only with its predicted failure measured, finite an
     o.metrics["weight_distance"] = u.weight_distance;
     o.predicted_failure->floor = u.floor;
     if (!u.predicted) o.predicted_failure.reset();
-    const Verdict v = judge(theorem1_case("fail"), o);
+    const Judgement v = judge(theorem1_case("fail"), o);
     INFO(v.message);
-    CHECK(v.verdict == "fails");
-    CHECK(v.status == "fail");
+    CHECK(v.verdict == Verdict::fails);
+    CHECK(v.status == Status::fail);
     CHECK(has(v.message, u.why));
   }
 }
@@ -108,18 +107,18 @@ TEST_CASE("a non-finite tensor, error metric or limit is an error naming it and 
   for (const std::string expect : {"hold", "fail"}) {
     Outcome nan_tensor = outcome(not_a_number, not_a_number, not_a_number);
     std::get<xt::xarray<double>>(nan_tensor.tensors[1].data)(1, 0) = -std::numeric_limits<double>::infinity();
-    const Verdict v = judge(theorem1_case(expect), nan_tensor);
-    CHECK(v.verdict == "error");
-    CHECK(v.status == "error");
+    const Judgement v = judge(theorem1_case(expect), nan_tensor);
+    CHECK(v.verdict == Verdict::error);
+    CHECK(v.status == Status::error);
     CHECK(has(v.message, "tensor 'actual' has -inf at [1, 0]"));
   }
   Outcome nan_metric = outcome(1e-15, not_a_number);
-  const Verdict metric = judge(theorem1_case("fail"), nan_metric);
-  CHECK(metric.verdict == "error");
+  const Judgement metric = judge(theorem1_case("fail"), nan_metric);
+  CHECK(metric.verdict == Verdict::error);
   CHECK(has(metric.message, "error metric rel_l2 is nan"));
 
-  const Verdict limit = judge(theorem1_case("fail"), outcome(1e-15, 1e-16, not_a_number));
-  CHECK(limit.verdict == "error");
+  const Judgement limit = judge(theorem1_case("fail"), outcome(1e-15, 1e-16, not_a_number));
+  CHECK(limit.verdict == Verdict::error);
   CHECK(has(limit.message, "the tolerance on max_abs is nan"));
 }
 
