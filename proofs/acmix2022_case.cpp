@@ -65,6 +65,12 @@ void check_acmix_case(AcmixParams& p, const Case& c, const Request&) {
   }
 }
 
+std::vector<TensorDump> acmix_state_dict_dumps(std::vector<TensorDump> first) {
+  for (const auto& entry : acmix_state_dict_entries(AcmixConfig{}, true))
+    first.push_back({entry.key, "the state_dict entry", entry.key == "dep_conv.bias" ? "dep_conv has a bias" : ""});
+  return first;
+}
+
 TensorShapes acmix_case_tensor_shapes(const AcmixParams& p) {
   TensorShapes out{{"input", {std::size_t(p.config.in_channels), std::size_t(p.image[0]), std::size_t(p.image[1])}}};
   for (const auto& entry : acmix_state_dict_entries(p.config, p.init.dep_conv_bias)) out[entry.key] = entry.shape;

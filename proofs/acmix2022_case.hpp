@@ -39,6 +39,10 @@ void check_acmix_case(AcmixParams& p, const Case& c, const Request& request);
 // The tensors a case may load from .npy: input and the state_dict entries.
 TensorShapes acmix_case_tensor_shapes(const AcmixParams& p);
 
+// `first`, then the module's state_dict under its reference names (conv1.weight,
+// ..., rate2; dep_conv.bias when dep_conv has one).
+std::vector<TensorDump> acmix_state_dict_dumps(std::vector<TensorDump> first);
+
 // What the loaded tensors say of the parameters: "rates" [rate1, rate2] when
 // either is loaded, "dep_init": "loaded" when dep_conv.weight is.
 json acmix_loaded_params(const Case& c, const AcmixParams& p);

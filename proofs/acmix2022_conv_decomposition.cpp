@@ -54,6 +54,7 @@ const bool registered = register_proof(make_proof(conv_case_proof({
     .metrics = distance_metrics("the decomposition against the plain-loop convolution",
                                 {metric::one_by_one_convolutions, metric::stage1_multiply_adds,
                                  metric::stage2_additions, metric::padding_resolved, metric::output_shape}),
+    .dumps = conv_dumps("the convolution, (C_out, H_out, W_out)", "Stage I 1x1 convolutions, shifts and sum"),
 })));
 
 }  // namespace

@@ -210,6 +210,17 @@ const bool registered = register_proof(make_proof<AcmixParams>({
          metric::plain_conv_interior_max_abs, metric::plain_conv_interior_rel_l2, metric::plain_conv_border_max_abs,
          metric::border_band, metric::interior_pixels, metric::ones_channel_kernel_max_abs, metric::head_dim,
          metric::output_shape, metric::multiply_adds, metric::path_alone_max_abs}),
+    .dumps = acmix_state_dict_dumps({
+        {"input", "(C_in, H, W)"},
+        {"expected", "the convolution of [x; 1] by the derived kernel, (C_out, ceil(H/s), ceil(W/s))"},
+        {"actual", "the module's convolution path"},
+        {"conv_out", "the module's convolution path"},
+        {"attention_out", "its attention path"},
+        {"output", "rate1 attention + rate2 convolution"},
+        {"conv_weight", "(C_out, C_in + 1, k, k): the derived kernel, the last input channel the ones channel; "
+                        "F.conv2d(torch.cat([x, ones], 1), conv_weight, conv_bias, stride=s, padding=k // 2) is the "
+                        "convolution path"},
+        {"conv_bias", "(C_out)"}}),
     .expected_tensors = acmix_case_tensor_shapes,
     .loaded_params = acmix_loaded_params,
 }));

@@ -86,6 +86,7 @@ const bool registered = register_proof(make_proof(conv_case_proof({
     .metrics = distance_metrics("the decomposition with depthwise shifts against the plain-loop convolution",
                                 {metric::shift_max_abs, metric::depthwise_vs_tensor_shift_max_abs,
                                  metric::depthwise_shift_multiply_adds, metric::output_shape}),
+    .dumps = conv_dumps("the convolution, (C_out, H_out, W_out)", "the decomposition with one-hot depthwise shifts"),
 })));
 
 }  // namespace

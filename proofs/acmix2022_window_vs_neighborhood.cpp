@@ -138,6 +138,9 @@ const bool registered = register_proof(make_proof<AcmixParams>({
          metric::band_exceptions.described("pixels inside the box that differ or outside it that agree"),
          metric::band_max_abs.described("the size of the difference in the band"), metric::band_relative,
          metric::attention_loop_max_abs}),
+    .dumps = acmix_state_dict_dumps({{"input", "(C_in, H, W)"},
+                                     {"expected", "ACmix's attention path, reflected windows"},
+                                     {"actual", "the same weights in clamped neighborhood windows"}}),
     .expected_tensors = acmix_case_tensor_shapes,
 }));
 

@@ -164,6 +164,10 @@ const bool registered = register_proof(make_proof<P>({
         distance_metrics("the attention against the lightweight convolution on the interior k <= i < L - k",
                          {metric::bias, metric::roundoff_allowance, metric::end_band_tokens, metric::end_band_max_abs,
                           metric::end_band_padded_weight, metric::outside_mass, metric::centre_outside_mass}),
+    .dumps = {{"input", "(C, L)"},
+               {"kernel_logits", "(N_h, 2k + 1)"},
+               {"expected", "the lightweight convolution"},
+               {"actual", "the relative-position attention"}},
     .expected_tensors = expected_tensors,
 }));
 

@@ -209,6 +209,8 @@ const bool registered = register_proof(make_proof<AbsoluteParams>({
          metric::roundoff_allowance, metric::score_scale, metric::relative_max_abs, metric::relative_roundoff_allowance,
          metric::absolute_minus_relative, metric::cross_terms, metric::scores_only_max_abs,
          metric::bound_note.described("\"added\": what the bound is about")}),
+    .dumps = conv_dumps("the convolution, (C_out, H_out, W_out)", "the absolute-encoding MHSA",
+                         {{"relative", "Theorem 1's relative construction on the same convolution"}}),
     .expected_tensors = expected_tensors,
 }));
 

@@ -110,6 +110,10 @@ const bool registered = register_proof(make_proof<P>({
     .tensors = {"input", "w_qry", "w_key", "w_val", "w_out", "b_out"},
     .verify = {verify<float>, verify<double>},
     .metrics = distance_metrics("concat-then-project against the sum of per-head projections"),
+    .dumps = {{"input", "(T, D_in)"},
+               {"w_out", "(N_h D_h, D_out)"},
+               {"expected", "sum_h SA_h(X) W_out^(h) + b_out, (T, D_out)"},
+               {"actual", "concat_h SA_h(X) W_out + b_out, (T, D_out)"}},
     .expected_tensors = expected_tensors,
 }));
 

@@ -400,6 +400,12 @@ const bool registered = register_proof(make_proof<P>({
          metric::kernel_resolved, metric::tap, metric::center_distance, metric::leak, metric::mass_outside,
          metric::uncovered_taps, metric::shared_taps, metric::convolution_like_heads,
          metric::engine.described("the MHSA engine that ran (auto: separable where exact)"), metric::content_share}),
+    .dumps = {{"input", "(C_in, H, W)"},
+               {"conv_weight", "(C_out, C_in, K1, K2): the nearest convolution, loadable into torch.nn.Conv2d"},
+               {"conv_bias", "(C_out)"},
+               {"expected", "the nearest convolution's output"},
+               {"actual", "the layer's output"},
+               {"attention", "(N_h, H, W): each head's attention for the reference query"}},
     .expected_tensors = expected_tensors,
     .figures = figures,
 }));

@@ -172,6 +172,8 @@ const bool registered = register_proof(make_proof<P>({
          metric::padded_max_abs, metric::padded_rel_l2,
          metric::bound.described("the finite-alpha bound of the unpadded layer: agreement per pixel"),
          metric::padded_bound, metric::alpha, metric::engine}),
+    .dumps = conv_dumps("the zero-padded \"same\" convolution, (C_out, H, W)", "the MHSA on the unpadded image",
+                         {{"actual_padded", "the MHSA after padding first (the paper's fix)"}}),
 }));
 
 }  // namespace

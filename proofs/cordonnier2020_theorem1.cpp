@@ -192,6 +192,7 @@ const bool registered = register_proof(make_proof<Theorem1Params>({
     .verify = {verify<float>, verify<double>},
     .metrics = theorem1_metrics({metric::flops, metric::flops_skipped, metric::memory_estimate_bytes,
                                  metric::padding_resolved, metric::output_shape}),
+    .dumps = conv_dumps("the convolution, (C_out, H_out, W_out)", "the MHSA, aligned to the convolution's output grid"),
     .memory_estimate = memory_estimate,
     .expected_tensors = theorem1_2d_tensors,
     .figures = figures,

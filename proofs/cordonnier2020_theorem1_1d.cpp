@@ -88,6 +88,11 @@ const bool registered = register_proof(make_proof<P>({
     .verify = {verify<float>, verify<double>},
     .metrics = theorem1_metrics(
         {metric::padding_resolved.described("[left, right]"), metric::output_shape.described("[C_out, L_out]")}),
+    .dumps = {{"input", "(C_in, L)"},
+               {"conv_weight", "(C_out, C_in / groups, K)"},
+               {"conv_bias", "(C_out); zeros without bias"},
+               {"expected", "the convolution, (C_out, L_out)"},
+               {"actual", "the MHSA, aligned to the convolution's output"}},
     .expected_tensors = expected_tensors,
 }));
 

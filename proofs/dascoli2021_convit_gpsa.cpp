@@ -265,6 +265,9 @@ const bool registered = register_proof(make_proof<P>({
                                 {metric::nearest_max_abs, metric::nearest_rel_l2, metric::roundoff_allowance,
                                  metric::sigma, metric::head_max_abs, metric::head_leak, metric::head_mass_outside,
                                  metric::locality_strength_min, metric::gating_min, metric::sigma_min}),
+    .dumps = {{"input", "(D, H, W)"},
+               {"actual", "GPSA's output"},
+               {"limit_kernel", "the limit convolution's kernel"}},
     .expected_tensors = expected_tensors,
 }));
 

@@ -287,6 +287,10 @@ const bool registered = register_proof(make_proof<P>({
          metric::band_exceptions.described("check 3: pixels inside the box that differ or outside it that agree"),
          metric::band_max_abs.described("check 3: the error in the band"), metric::global_band_sides,
          metric::global_band_max_abs, metric::versus_global_max_abs}),
+    .dumps = conv_dumps("the zero-padded convolution, (C_out, H, W)", "neighborhood attention on the padded input",
+                         {{"actual_unpadded", "clamped windows on the image as it is"},
+                          {"global_unpadded", "global attention on the same"},
+                          {"rpb", "(heads, 2 K_att - 1, 2 K_att - 1): the quadratic bias"}}),
     .expected_tensors = expected_tensors,
 }));
 

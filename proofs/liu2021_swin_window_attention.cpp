@@ -267,6 +267,12 @@ const bool registered = register_proof(make_proof<P>({
          metric::shifted_expressed_fraction, metric::shifted_expressed_fraction_predicted, metric::shifted_band_max_abs,
          metric::coverage_exceptions, metric::pixels_expressed_by_neither,
          metric::pixels_expressed_by_neither_predicted}),
+    .dumps = conv_dumps("the convolution, (C_out, H, W)", "W-MSA with the quadratic bias",
+                         {{"actual_shifted", "SW-MSA"},
+                          {"table", "((2M - 1)^2, heads): the quadratic bias"},
+                          {"random_table", "((2M - 1)^2, heads): the bias of the locally connected check"},
+                          {"w_qry", "(heads, C_in, C_in): the locally connected check's layer"},
+                          {"w_key", "(heads, C_in, C_in)"}}),
     .expected_tensors = expected_tensors,
 }));
 

@@ -17,6 +17,7 @@
 #include "run/runner.hpp"
 #include "run/signal_cleanup.hpp"
 #include "io/sizes.hpp"
+#include "report/registry.hpp"
 #include "report/version.hpp"
 #include "parallel/blas_kernel.hpp"
 
@@ -30,20 +31,6 @@ std::vector<Case> select(std::vector<Case> cases, const std::string& filter) {
   for (auto& c : cases)
     if (name_matches(filter, c.name)) kept.push_back(std::move(c));
   return kept;
-}
-
-int print_proofs() {
-  for (const auto* proof : all_proofs()) {
-    std::cout << proof->id << "\n  " << proof->paper << "\n  " << proof->statement << "\n  params:";
-    for (const auto& spec : proof->params)
-      std::cout << "\n    " << spec.name << " (" << to_string(spec.kind)
-                << (spec.default_value.is_null() ? ", required" : ", default " + spec.default_value.dump()) << ")"
-                << (spec.help.empty() ? "" : ": " + spec.help);
-    std::cout << "\n  error metrics (a tolerance may name them):";
-    for (const auto& name : error_metric_names(*proof)) std::cout << " " << name;
-    std::cout << "\n";
-  }
-  return 0;
 }
 
 int run_command(int argc, char** argv) {
@@ -79,7 +66,10 @@ int run_command(int argc, char** argv) {
   list->add_option("paths", paths, "case files or folders");
   list->add_option("--filter", filter, "only the cases whose name matches this glob");
 
-  auto* proofs = app.add_subcommand("proofs", "print the registered proofs and their statements");
+  auto* proofs = app.add_subcommand("proofs", "print the registered proofs: statements, parameters, metrics, dumps");
+  bool proofs_as_json = false, dumps_table = false;
+  proofs->add_flag("--json", proofs_as_json, "as JSON, for tools");
+  proofs->add_flag("--dumps-table", dumps_table, "the table of dumped tensors (docs/tensor_dumps.md)");
 
   WorkflowOptions workflow;  // --shard, --junit, --quiet; merge, plot, schema (cli/workflow.hpp)
   add_run_options(*run, workflow);
@@ -91,7 +81,10 @@ int run_command(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (proofs->parsed()) return print_proofs();
+  if (proofs->parsed()) {
+    std::cout << (proofs_as_json ? proofs_json().dump(1) + "\n" : dumps_table ? dumps_table_markdown() : proofs_text());
+    return 0;
+  }
   if (const auto code = run_workflow_command(workflow)) return *code;
   if (paths.empty()) paths = {"cases"};
   try {

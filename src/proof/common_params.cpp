@@ -1,5 +1,6 @@
 #include "proof/common_params.hpp"
 
+#include <iterator>
 #include <utility>
 
 #include "io/errors.hpp"
@@ -129,6 +130,16 @@ Field<Conv1dGeometry> conv1d_geometry() {
               throw ParamError("padding", "\"same\" padding needs stride 1 (as in PyTorch)");
             check_geometry(as_2d(g), {1, length}, {1, kernel}, "kernel");
           }};
+}
+
+std::vector<TensorDump> conv_dumps(std::string expected, std::string actual, std::vector<TensorDump> more) {
+  std::vector<TensorDump> dumps{{"input", "(C_in, H, W)"},
+                                {"conv_weight", "(C_out, C_in / groups, K1, K2)"},
+                                {"conv_bias", "(C_out); zeros without bias"},
+                                {"expected", std::move(expected)},
+                                {"actual", std::move(actual)}};
+  dumps.insert(dumps.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  return dumps;
 }
 
 std::vector<std::size_t> conv_output_shape(const ConvShape& shape, const ConvGeometry& g) {

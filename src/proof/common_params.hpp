@@ -68,6 +68,12 @@ inline const Metric padding_resolved{.name = "padding_resolved", .type = MetricT
                                      .help = "[top, bottom, left, right]"};
 }  // namespace metric
 
+// What a 2D convolution proof dumps: input (C_in, H, W), conv_weight (C_out,
+// C_in / groups, K1, K2), conv_bias (C_out; zeros without bias), expected (the
+// statement's reference side: `expected`), actual (the side the claim says
+// equals it: `actual`), then `more`.
+std::vector<TensorDump> conv_dumps(std::string expected, std::string actual, std::vector<TensorDump> more = {});
+
 // [C_out, H_out, W_out]: the shape of the convolution of `shape` with `g`
 // (a case's reference_output).
 std::vector<std::size_t> conv_output_shape(const ConvShape& shape, const ConvGeometry& g);

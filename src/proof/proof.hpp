@@ -112,6 +112,15 @@ inline void set_distance(Outcome& out, const Difference& d) {
   out.set(metric::rel_l2, d.rel_l2);
 }
 
+// A tensor a proof writes with --dump-tensors: DIR/<case name>/<name>.npy, in
+// PyTorch layout; with a batch input the batch dimension comes first, except
+// for the module's parameters.
+struct TensorDump {
+  std::string name;
+  std::string meaning;          // what it holds, with its shape
+  std::string only_when = {};   // empty: every case; else the condition
+};
+
 // Tensor name -> shape in PyTorch layout.
 using TensorShapes = std::map<std::string, std::vector<std::size_t>>;
 
@@ -134,6 +143,8 @@ struct ProofDef {
   std::function<double(const Case&)> memory_estimate = {};
   // Every metric verify() reports (tests/unit/proof/test_metrics_declared.cpp checks them).
   std::vector<Metric> metrics = {};
+  // Every tensor verify() dumps (tests/scripts/dump_files.py checks them; docs/tensor_dumps.md lists them).
+  std::vector<TensorDump> dumps = {};
   // The tensors a case may load from .npy ("weights"): name -> shape in
   // PyTorch layout. The loader checks every file against it before anything
   // runs. May be empty: then any name is accepted, with dtype and finiteness

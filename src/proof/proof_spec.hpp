@@ -78,6 +78,7 @@ template <class Params> struct ProofSpec {
   std::function<void(Params&, const Case&, const Request&)> check = {};
   VerifyPerDtype<Params> verify = {};
   std::vector<Metric> metrics = {};
+  std::vector<TensorDump> dumps = {};  // see ProofDef
   // Bytes the case will need at its peak. May be empty.
   std::function<double(const Params&)> memory_estimate = {};
   // The tensors a case may load from .npy (see ProofDef). May be empty.
@@ -114,6 +115,7 @@ template <class Params> ProofDef make_proof(ProofSpec<Params> spec) {
             return with_dtype(p.dtype, [&](auto tag) { return verify(tag, c, p, c.request); });
           },
       .metrics = std::move(spec.metrics),
+      .dumps = std::move(spec.dumps),
   };
   if (spec.memory_estimate)
     def.memory_estimate = [params, f = spec.memory_estimate](const Case& c) { return f(params(c)); };

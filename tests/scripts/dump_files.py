@@ -1,31 +1,35 @@
 #!/usr/bin/python3
-"""The README table "Tensor dumps" against what --dump-tensors writes: every
-registered proof (`attnconv proofs`) has a row, and a case of each proof (the
-smallest by memory estimate in cases/) dumps every file of its row's "every
-case" column and no file outside its two columns.
+"""Each proof's declared dumps (`attnconv proofs --json`, the source of
+docs/tensor_dumps.md) against what --dump-tensors writes: every registered
+proof declares its dumps, and a case of each proof (the smallest by memory
+estimate in cases/) dumps every file declared for every case and no file it
+does not declare; docs/tensor_dumps.md is the table the registry generates.
 
 Usage: dump_files.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR
 """
+import json
 import os
-import re
 
 from cli_check import attnconv, check, finish, source, work
 
 
-def readme_table():
-    """proof -> (files of every case, files only under a condition), parsed from README.md."""
-    with open(os.path.join(source, "README.md"), encoding="utf-8") as f:
-        text = f.read()
-    section = text.split("\n### Tensor dumps\n", 1)
-    check(len(section) == 2, "README.md has no section '### Tensor dumps'")
+def declared_dumps():
+    """proof -> (files of every case, files only under a condition), from `attnconv proofs --json`."""
+    run = attnconv("proofs", "--json")
+    check(run.returncode == 0, f"attnconv proofs --json exit code {run.returncode}")
     rows = {}
-    for line in section[-1].split("\n#", 1)[0].splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) != 3 or not cells[0].startswith("`"):
-            continue
-        files = [set(re.findall(r"`([^`]+\.npy)`", cell)) for cell in cells[1:]]
-        rows[cells[0].strip("`")] = (files[0], files[1])
+    for proof in json.loads(run.stdout):
+        always = {d["name"] + ".npy" for d in proof["dumps"] if not d["only_when"]}
+        sometimes = {d["name"] + ".npy" for d in proof["dumps"] if d["only_when"]}
+        rows[proof["id"]] = (always, sometimes)
     return rows
+
+
+def docs_table_current():
+    run = attnconv("proofs", "--dumps-table")
+    with open(os.path.join(source, "docs", "tensor_dumps.md"), encoding="utf-8") as f:
+        check(f.read() == run.stdout, "docs/tensor_dumps.md differs from `attnconv proofs --dumps-table` (the build "
+              "regenerates it: build, then commit it)")
 
 
 def registered_proofs():
@@ -51,11 +55,12 @@ def smallest_case_per_proof():
     return {proof: (name, path) for proof, (_, name, path) in best.items()}
 
 
-table = readme_table()
+table = declared_dumps()
 proofs = registered_proofs()
 cases = smallest_case_per_proof()
-check(set(table) == set(proofs),
-      f"README 'Tensor dumps' rows {sorted(table)} differ from the registered proofs {sorted(proofs)}")
+docs_table_current()
+for proof in proofs:
+    check(table.get(proof, (set(), set()))[0], f"{proof} declares no tensor it dumps")
 for proof in proofs:
     if proof not in cases:
         check(False, f"no case of {proof} in cases/ to dump")
@@ -67,8 +72,8 @@ for proof in proofs:
     check(run.returncode in (0, 1), f"{proof}: run of {name} exit code {run.returncode}: {run.stderr}")
     dumped = set(os.listdir(os.path.join(dump, name))) if os.path.isdir(os.path.join(dump, name)) else set()
     always, sometimes = table.get(proof, (set(), set()))
-    check(always <= dumped, f"{proof} ({name}): README lists {sorted(always - dumped)}, not dumped")
+    check(always <= dumped, f"{proof} ({name}): declares {sorted(always - dumped)}, not dumped")
     check(dumped <= always | sometimes, f"{proof} ({name}): dumped {sorted(dumped - always - sometimes)}, "
-          "not in the README table")
-    print(f"{proof}: {name}: {len(dumped)} files as in the README")
+          "not declared in its .dumps")
+    print(f"{proof}: {name}: {len(dumped)} files as declared")
 finish(f"{len(proofs)} proofs")
