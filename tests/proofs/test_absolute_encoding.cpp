@@ -16,20 +16,10 @@
 #include "ops/padding.hpp"
 #include "reference/mhsa.hpp"
 #include "tensor/random.hpp"
+#include "torch_fixtures.hpp"
 
 using namespace attnconv;
 using nlohmann::json;
-
-namespace {
-
-const std::string fixture_dir = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/positional/";
-
-nlohmann::json manifest() {
-  std::ifstream in(fixture_dir + "manifest.json");
-  return nlohmann::json::parse(in);
-}
-
-}  // namespace
 
 TEST_CASE("P_q M P_k^T = -alpha |k - q - Delta|^2 + alpha |q + Delta|^2", "[absolute_encoding]") {
   for (const double alpha : {1.0, 2.5, 60.0})
@@ -52,14 +42,13 @@ TEST_CASE("P_q M P_k^T = -alpha |k - q - Delta|^2 + alpha |q + Delta|^2", "[abso
 }
 
 TEST_CASE("the absolute-encoding layer matches the PyTorch fixtures and the reference MHSA", "[absolute_encoding]") {
-  const nlohmann::json entries = manifest();  // a named value: a range-for over a temporary's member dangles
-  for (const auto& entry : entries["absolute"]) {
-    const std::string dir = fixture_dir + "absolute/" + entry["name"].get<std::string>() + "/";
+  for (const auto& fixture : testing::torch_fixtures("positional", "absolute")) {
+    const nlohmann::json& entry = fixture.entry;
     INFO(entry.dump());
-    const Image<double> x = xt::load_npy<double>(dir + "input.npy");
-    const Kernel<double> w = xt::load_npy<double>(dir + "weight.npy");
-    const Vector<double> b = xt::load_npy<double>(dir + "bias.npy");
-    const Image<double> torch_attention = xt::load_npy<double>(dir + "attention.npy");
+    const Image<double> x = fixture.load("input");
+    const Kernel<double> w = fixture.load("weight");
+    const Vector<double> b = fixture.load("bias");
+    const Image<double> torch_attention = fixture.load("attention");
     const std::array<int, 2> kernel{int(w.shape(2)), int(w.shape(3))};
     const double alpha = entry["alpha"];
     const PositionChannels where = entry["positions"] == "added" ? PositionChannels::added : PositionChannels::reserved;

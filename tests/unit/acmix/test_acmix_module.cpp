@@ -2,9 +2,7 @@
 // (attention path, convolution path, output, float64, 1e-12 relative), and its
 // identities over generated configurations.
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
 #include "acmix/equivalent_kernel.hpp"
@@ -12,12 +10,11 @@
 #include "acmix/state_dict.hpp"
 #include "acmix/window_attention_loop.hpp"
 #include "metrics/compare.hpp"
+#include "torch_fixtures.hpp"
 
 using namespace attnconv;
 
 namespace {
-
-const std::string fixture_dir = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/acmix/";
 
 // max |actual - expected| relative to max |expected|.
 template <class A, class E> double relative_max(const A& actual, const E& expected) {
@@ -32,37 +29,31 @@ struct Fixture {
   Image<double> attention, convolution, output;
 };
 
-Fixture load_fixture(const nlohmann::json& entry) {
-  const std::string dir = fixture_dir + entry["name"].get<std::string>() + "/";
+Fixture load_fixture(const testing::TorchFixture& fixture) {
+  const nlohmann::json& entry = fixture.entry;
   Fixture f;
   f.config.in_channels = entry["in_channels"], f.config.out_channels = entry["out_channels"];
   f.config.heads = entry["heads"], f.config.kernel_att = entry["kernel_att"];
   f.config.kernel_conv = entry["kernel_conv"], f.config.stride = entry["stride"];
   std::map<std::string, xt::xarray<double>> tensors;
   for (const auto& e : acmix_state_dict_entries(f.config, entry["dep_conv_bias"].get<bool>()))
-    tensors[e.key] = xt::load_npy<double>(dir + e.key + ".npy");
+    tensors[e.key] = fixture.load(e.key);
   f.weights = acmix_weights_from(f.config, tensors);
-  f.input = xt::load_npy<double>(dir + "input.npy");
-  f.attention = xt::load_npy<double>(dir + "attention_path.npy");
-  f.convolution = xt::load_npy<double>(dir + "conv_path.npy");
-  f.output = xt::load_npy<double>(dir + "output.npy");
+  f.input = fixture.load("input");
+  f.attention = fixture.load("attention_path");
+  f.convolution = fixture.load("conv_path");
+  f.output = fixture.load("output");
   return f;
-}
-
-std::vector<nlohmann::json> fixture_entries() {
-  std::ifstream stream(fixture_dir + "manifest.json");
-  const auto manifest = nlohmann::json::parse(stream);
-  return {manifest["cases"].begin(), manifest["cases"].end()};
 }
 
 }  // namespace
 
 TEST_CASE("ACmix module matches every PyTorch fixture", "[acmix_module]") {
-  const auto entries = fixture_entries();
-  REQUIRE(entries.size() == 9);
-  for (const auto& entry : entries) {
-    INFO("fixture " << entry["name"]);
-    const Fixture f = load_fixture(entry);
+  const auto fixtures = testing::torch_fixtures("acmix");
+  REQUIRE(fixtures.size() == 9);
+  for (const auto& fixture : fixtures) {
+    INFO("fixture " << fixture.name());
+    const Fixture f = load_fixture(fixture);
     OpCounter counter;
     const AcmixOutput<double> out = acmix_forward(f.config, f.weights, f.input, counter);
     REQUIRE(out.output.shape() == f.output.shape());

@@ -11,23 +11,17 @@
 #include "construction/convit_init.hpp"
 #include "metrics/compare.hpp"
 #include "mhsa/gpsa.hpp"
+#include "torch_fixtures.hpp"
 
 using namespace attnconv;
 
-namespace {
-const std::string fixture_dir = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/positional/";
-Matrix<double> load2(const std::string& path) { return xt::load_npy<double>(path); }
-}  // namespace
-
 TEST_CASE("GPSA with ConViT's local init matches ConViT's formulas in PyTorch", "[convit_gpsa]") {
-  std::ifstream in(fixture_dir + "manifest.json");
-  const nlohmann::json manifest = nlohmann::json::parse(in);  // named: a range-for over a temporary's member dangles
-  for (const auto& entry : manifest["gpsa"]) {
-    const std::string dir = fixture_dir + "gpsa/" + entry["name"].get<std::string>() + "/";
+  for (const auto& fixture : testing::torch_fixtures("positional", "gpsa")) {
+    const nlohmann::json& entry = fixture.entry;
     INFO(entry.dump());
     const std::size_t heads = entry["heads"], side = entry["side"], d = heads * std::size_t(entry["head_dim"]);
-    const Matrix<double> qk = load2(dir + "qk_weight.npy"), proj = load2(dir + "proj_weight.npy");
-    const Vector<double> bias = xt::load_npy<double>(dir + "proj_bias.npy");
+    const Matrix<double> qk = fixture.load("qk_weight"), proj = fixture.load("proj_weight");
+    const Vector<double> bias = fixture.load("proj_bias");
     const GpsaLayer<double> layer{
         .heads = heads,
         .w_qry = xt::transpose(xt::view(qk, xt::range(0, d), xt::all())),
@@ -37,8 +31,8 @@ TEST_CASE("GPSA with ConViT's local init matches ConViT's formulas in PyTorch", 
         .b_proj = bias,
         .v_pos = convit_v_pos<double>(heads, entry["locality_strength"]),
         .gating = xt::ones<double>({heads}) * double(entry["gating"])};
-    const Matrix<double> y = gpsa_forward(layer, load2(dir + "tokens.npy"), side, side);
-    const Matrix<double> expected = load2(dir + "output.npy");
+    const Matrix<double> y = gpsa_forward(layer, Matrix<double>(fixture.load("tokens")), side, side);
+    const Matrix<double> expected = fixture.load("output");
     CHECK(compare(y, expected).max_abs <= 1e-13 * double(xt::amax(xt::abs(expected))()));
   }
 }

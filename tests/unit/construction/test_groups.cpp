@@ -21,6 +21,7 @@
 #include "ops/conv2d_blocked.hpp"
 #include "ops/dense_kernel.hpp"
 #include "tensor/random.hpp"
+#include "torch_fixtures.hpp"
 
 namespace {
 
@@ -101,21 +102,17 @@ TEST_CASE("a depthwise slice is diagonal: full rank C, Eckart-Young is its small
 }
 
 TEST_CASE("Theorem 1 on PyTorch's grouped and depthwise Conv2d equals PyTorch's output", "[groups]") {
-  const std::string root = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/conv2d/";
-  std::ifstream stream(root + "manifest.json");
-  REQUIRE(stream);
-  const auto manifest = nlohmann::json::parse(stream);
   int checked = 0;
-  for (const auto& f : manifest["cases"]) {
+  for (const auto& fixture : testing::torch_fixtures("conv2d")) {
+    const nlohmann::json& f = fixture.entry;
     const int groups = f.at("groups");
     if (groups == 1) continue;
     INFO("fixture " << f.dump());
-    const std::string dir = root + f["name"].get<std::string>() + "/";
-    const Image<double> x = xt::load_npy<double>(dir + "input.npy");
-    const Kernel<double> w = xt::load_npy<double>(dir + "weight.npy");
-    const Image<double> torch_output = xt::load_npy<double>(dir + "output.npy");
+    const Image<double> x = fixture.load("input");
+    const Kernel<double> w = fixture.load("weight");
+    const Image<double> torch_output = fixture.load("output");
     std::optional<Vector<double>> bias;
-    if (f["bias"].get<bool>()) bias = Vector<double>(xt::load_npy<double>(dir + "bias.npy"));
+    if (f["bias"].get<bool>()) bias = Vector<double>(fixture.load("bias"));
     ConvGeometry g;
     g.padding = {f["padding"][0], f["padding"][1], f["padding"][2], f["padding"][3]};
     g.padding_mode = padding_mode_from_string(f["padding_mode"]);
@@ -138,20 +135,16 @@ TEST_CASE("Theorem 1 on PyTorch's grouped and depthwise Conv2d equals PyTorch's 
 }
 
 TEST_CASE("Theorem 1's 1D remark on PyTorch's grouped and depthwise Conv1d equals PyTorch's output", "[groups]") {
-  const std::string root = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/conv1d/";
-  std::ifstream stream(root + "manifest.json");
-  REQUIRE(stream);
-  const auto manifest = nlohmann::json::parse(stream);
   int checked = 0;
-  for (const auto& f : manifest["cases"]) {
+  for (const auto& fixture : testing::torch_fixtures("conv1d")) {
+    const nlohmann::json& f = fixture.entry;
     const int groups = f.at("groups");
     if (groups == 1) continue;
     INFO("fixture " << f.dump());
-    const std::string dir = root + f["name"].get<std::string>() + "/";
-    const Sequence<double> x = xt::load_npy<double>(dir + "input.npy");
-    const Kernel1d<double> w = xt::load_npy<double>(dir + "weight.npy");
-    const Sequence<double> torch_output = xt::load_npy<double>(dir + "output.npy");
-    const std::optional<Vector<double>> bias(xt::load_npy<double>(dir + "bias.npy"));
+    const Sequence<double> x = fixture.load("input");
+    const Kernel1d<double> w = fixture.load("weight");
+    const Sequence<double> torch_output = fixture.load("output");
+    const std::optional<Vector<double>> bias(fixture.load("bias"));
     Conv1dGeometry g;
     g.pad_left = f["padding"][0], g.pad_right = f["padding"][1];
     g.padding_mode = padding_mode_from_string(f["padding_mode"]);

@@ -10,30 +10,15 @@
 #include "local/neighborhood_attention.hpp"
 #include "local/window_attention.hpp"
 #include "metrics/compare.hpp"
+#include "torch_fixtures.hpp"
 
 using namespace attnconv;
 
 namespace {
 
-const std::string fixture_dir = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/local/";
-
 template <class A, class E> double relative_max(const A& actual, const E& expected) {
   const double scale = double(xt::amax(xt::abs(expected))());
   return compare(actual, expected).max_abs / (scale > 0 ? scale : 1.0);
-}
-
-std::vector<nlohmann::json> fixture_entries(const std::string& kind) {
-  std::ifstream stream(fixture_dir + "manifest.json");
-  REQUIRE(stream);
-  const nlohmann::json manifest = nlohmann::json::parse(stream);
-  std::vector<nlohmann::json> entries;
-  for (const auto& e : manifest["cases"])
-    if (e["kind"] == kind) entries.push_back(e);
-  return entries;
-}
-
-HeadMaps<double> load(const nlohmann::json& entry, const std::string& key) {
-  return xt::load_npy<double>(fixture_dir + entry["name"].get<std::string>() + "/" + key + ".npy");
 }
 
 }  // namespace
@@ -68,28 +53,29 @@ TEST_CASE("neighborhood_start is NATTEN's clamped window start", "[local_attenti
 }
 
 TEST_CASE("neighborhood attention matches every PyTorch fixture", "[local_attention]") {
-  const auto entries = fixture_entries("neighborhood");
-  REQUIRE(entries.size() >= 5);
-  for (const auto& e : entries) {
-    INFO("fixture " << e["name"]);
-    const xt::xtensor<double, 3> rpb = xt::load_npy<double>(fixture_dir + e["name"].get<std::string>() + "/rpb.npy");
-    const HeadMaps<double> out = neighborhood_attention(load(e, "q"), load(e, "k"), load(e, "v"), rpb,
-                                                        e["kernel"].get<int>(), e["dilation"].get<int>());
-    CHECK(relative_max(out, load(e, "output")) < 1e-12);
+  const auto fixtures = testing::torch_fixtures("local", "cases", "neighborhood");
+  REQUIRE(fixtures.size() >= 5);
+  for (const auto& f : fixtures) {
+    INFO("fixture " << f.name());
+    const xt::xtensor<double, 3> rpb = f.load("rpb");
+    const HeadMaps<double> out = neighborhood_attention(f.load<HeadMaps<double>>("q"), f.load<HeadMaps<double>>("k"),
+                                                        f.load<HeadMaps<double>>("v"), rpb,
+                                                        f.entry["kernel"].get<int>(), f.entry["dilation"].get<int>());
+    CHECK(relative_max(out, f.load<HeadMaps<double>>("output")) < 1e-12);
   }
 }
 
 TEST_CASE("Swin window attention matches every PyTorch fixture, and Han et al.'s locally connected form equals it",
           "[local_attention]") {
-  const auto entries = fixture_entries("swin");
-  REQUIRE(entries.size() >= 4);
-  for (const auto& e : entries) {
-    INFO("fixture " << e["name"]);
-    const Matrix<double> table = xt::load_npy<double>(fixture_dir + e["name"].get<std::string>() + "/table.npy");
-    const int window = e["window"].get<int>(), shift = e["shift"].get<int>();
-    const HeadMaps<double> q = load(e, "q"), k = load(e, "k"), v = load(e, "v");
+  const auto fixtures = testing::torch_fixtures("local", "cases", "swin");
+  REQUIRE(fixtures.size() >= 4);
+  for (const auto& f : fixtures) {
+    INFO("fixture " << f.name());
+    const Matrix<double> table = f.load("table");
+    const int window = f.entry["window"].get<int>(), shift = f.entry["shift"].get<int>();
+    const HeadMaps<double> q = f.load("q"), k = f.load("k"), v = f.load("v");
     const HeadMaps<double> out = swin_window_attention(q, k, v, table, window, shift);
-    CHECK(relative_max(out, load(e, "output")) < 1e-12);
+    CHECK(relative_max(out, f.load<HeadMaps<double>>("output")) < 1e-12);
     const HeadMaps<double> rewritten = locally_connected(swin_attention_weights(q, k, table, window, shift), v);
     CHECK(relative_max(rewritten, out) < 1e-12);
   }

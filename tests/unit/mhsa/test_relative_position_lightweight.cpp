@@ -11,28 +11,21 @@
 #include "metrics/compare.hpp"
 #include "mhsa/relative_bias_attention.hpp"
 #include "ops/lightweight_conv.hpp"
+#include "torch_fixtures.hpp"
 
 using namespace attnconv;
 
-namespace {
-const std::string fixture_dir = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/positional/";
-Matrix<double> load(const std::string& path) { return xt::load_npy<double>(path); }
-}  // namespace
-
 TEST_CASE("relative-bias attention and the lightweight convolution match PyTorch", "[relative_position_lightweight]") {
-  std::ifstream in(fixture_dir + "manifest.json");
-  const nlohmann::json manifest = nlohmann::json::parse(in);  // named: a range-for over a temporary's member dangles
-  for (const auto& entry : manifest["lightweight"]) {
-    const std::string dir = fixture_dir + "lightweight/" + entry["name"].get<std::string>() + "/";
-    INFO(entry.dump());
-    const Sequence<double> x = load(dir + "input.npy");
-    const Matrix<double> w = load(dir + "kernel_logits.npy");
+  for (const auto& fixture : testing::torch_fixtures("positional", "lightweight")) {
+    INFO(fixture.entry.dump());
+    const Sequence<double> x = fixture.load("input");
+    const Matrix<double> w = fixture.load("kernel_logits");
     const std::size_t l = x.shape(1);
-    CHECK(compare(lightweight_conv1d(x, w), load(dir + "lightweight.npy")).max_abs <= 1e-15);
+    CHECK(compare(lightweight_conv1d(x, w), fixture.load("lightweight")).max_abs <= 1e-15);
     CHECK(compare(relative_bias_attention(x, window_bias(w, l, BiasOutsideWindow::masked)),
-                  load(dir + "masked.npy")).max_abs <= 1e-15);
+                  fixture.load("masked")).max_abs <= 1e-15);
     CHECK(compare(relative_bias_attention(x, window_bias(w, l, BiasOutsideWindow::clipped)),
-                  load(dir + "clipped.npy")).max_abs <= 1e-15);
+                  fixture.load("clipped")).max_abs <= 1e-15);
   }
 }
 

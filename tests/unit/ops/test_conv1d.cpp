@@ -9,23 +9,21 @@
 #include "metrics/compare.hpp"
 #include "ops/conv1d_blocked.hpp"
 #include "reference/conv.hpp"
+#include "torch_fixtures.hpp"
 
 using namespace attnconv;
 
 TEST_CASE("reference::conv1d and conv1d_blocked match PyTorch's conv1d fixtures", "[conv1d]") {
-  const std::string root = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/conv1d/";
-  std::ifstream stream(root + "manifest.json");
-  REQUIRE(stream);
-  const auto manifest = nlohmann::json::parse(stream);
-  REQUIRE(manifest["cases"].size() == 9);
+  const auto fixtures = testing::torch_fixtures("conv1d");
+  REQUIRE(fixtures.size() == 9);
   int grouped = 0;
-  for (const auto& m : manifest["cases"]) {
-    const std::string dir = root + m["name"].get<std::string>() + "/";
+  for (const auto& fixture : fixtures) {
+    const nlohmann::json& m = fixture.entry;
     INFO(m.dump());
-    const Sequence<double> x = xt::load_npy<double>(dir + "input.npy");
-    const Kernel1d<double> w = xt::load_npy<double>(dir + "weight.npy");
-    const Vector<double> b = xt::load_npy<double>(dir + "bias.npy");
-    const Sequence<double> y = xt::load_npy<double>(dir + "output.npy");
+    const Sequence<double> x = fixture.load("input");
+    const Kernel1d<double> w = fixture.load("weight");
+    const Vector<double> b = fixture.load("bias");
+    const Sequence<double> y = fixture.load("output");
     Conv1dGeometry g;
     g.pad_left = m["padding"][0], g.pad_right = m["padding"][1];
     g.padding_mode = padding_mode_from_string(m["padding_mode"]);

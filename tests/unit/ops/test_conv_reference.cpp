@@ -14,6 +14,7 @@
 #include "ops/conv2d_blocked.hpp"
 #include "ops/conv2d_gemm.hpp"
 #include "reference/conv.hpp"
+#include "torch_fixtures.hpp"
 
 namespace {
 
@@ -277,21 +278,18 @@ TEST_CASE("pad: sizes PyTorch rejects are rejected, not read out of bounds", "[c
 }
 
 TEST_CASE("reference::conv2d, conv2d_blocked and conv2d_gemm agree with every PyTorch fixture", "[conv_reference]") {
-  const std::string root = std::string(ATTNCONV_SOURCE_DIR) + "/tests/fixtures/conv2d/";
-  std::ifstream stream(root + "manifest.json");
-  REQUIRE(stream);
-  const auto manifest = nlohmann::json::parse(stream);
-  REQUIRE(manifest["cases"].size() >= 19);
+  const auto fixtures = testing::torch_fixtures("conv2d");
+  REQUIRE(fixtures.size() >= 19);
   int grouped = 0, depthwise = 0, multiplier = 0;
-  for (const auto& f : manifest["cases"]) {
+  for (const auto& fixture : fixtures) {
+    const nlohmann::json& f = fixture.entry;
     const std::string name = f["name"];
     INFO("fixture " << name);
-    const std::string dir = root + name + "/";
-    const Image<double> x = xt::load_npy<double>(dir + "input.npy");
-    const Kernel<double> w = xt::load_npy<double>(dir + "weight.npy");
-    const Image<double> output = xt::load_npy<double>(dir + "output.npy");
+    const Image<double> x = fixture.load("input");
+    const Kernel<double> w = fixture.load("weight");
+    const Image<double> output = fixture.load("output");
     std::optional<Vector<double>> bias;
-    if (f["bias"].get<bool>()) bias = Vector<double>(xt::load_npy<double>(dir + "bias.npy"));
+    if (f["bias"].get<bool>()) bias = Vector<double>(fixture.load("bias"));
     const auto& sides = f["padding"];
     ConvGeometry g =
         geometry({sides[0], sides[1], sides[2], sides[3]}, padding_mode_from_string(f["padding_mode"]),
