@@ -4,24 +4,18 @@ README.md and docs/*.md names a file of the checkout and, with an #anchor, a
 heading of that file (GitHub's anchors: lower case, punctuation dropped, spaces
 as hyphens, -1, -2, ... for repeated headings); every citation of a section
 of docs/design.md in the sources and docs (`design.md, "Finite alpha"`) names
-one of its headings; and the README's quick start gives the two commands CI
-and users run, `./build.sh verify` and `./build.sh test`, exactly.
+one of its headings; the README's quick start gives the two commands CI and
+users run, `./build.sh verify` and `./build.sh test`, exactly; and the
+README's "One case" runs as written and gives the verdicts it states.
 
-Usage: doc_links.py SOURCE_DIR
+Usage: doc_links.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR
 """
 import glob
 import os
 import re
-import sys
 import unicodedata
 
-source = sys.argv[1]
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
+from cli_check import attnconv, check, finish, load, source, work
 
 
 def read(path):
@@ -129,8 +123,26 @@ if len(quick) == 2:
         check(re.search(r"^    " + re.escape(command) + r"(\s|$)", body, re.M) is not None,
               f"README.md's quick start does not give `{command}` as a command line")
 
-for failure in failures:
-    print("FAIL:", failure)
-print(f"{len(pages)} pages, {links} relative links, {cited} citations of docs/design.md sections: "
-      f"{'ok' if not failures else str(len(failures)) + ' failures'}")
-sys.exit(1 if failures else 0)
+# The README's "One case", as written: its case file, then `run`; the verdicts its text names.
+one = re.split(r"\n## One case\n", readme, maxsplit=1)
+check(len(one) == 2, "README.md has no '## One case' section")
+if len(one) == 2:
+    body = one[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```json\n(.*?)```", body, re.S)
+    check(len(blocks) == 1, f"README.md's 'One case' has {len(blocks)} json blocks, not 1")
+    stated = re.search(r"`(\d+) passed, 0 failed, 0 errored in … s; ([^`]*)`", body)
+    check(stated is not None, "README.md's 'One case' states no summary line")
+    if len(blocks) == 1 and stated:
+        with open(os.path.join(work, "my_cases.json"), "w", encoding="utf-8") as f:
+            f.write(blocks[0])
+        done = attnconv("run", os.path.join(work, "my_cases.json"), "--out", os.path.join(work, "one"), "--quiet")
+        check(done.returncode == 0, f"the README's one case: run exit code {done.returncode}: {done.stderr[-800:]}")
+        if done.returncode == 0:
+            summary = load(os.path.join(work, "one", "report.json"))["summary"]
+            got = {verdict: count for verdict, count in summary["verdicts"].items() if count}
+            want = {m.group(2): int(m.group(1)) for m in re.finditer(r"(\d+) ([a-z ]+?)(?:,|$)", stated.group(2))}
+            check(summary["passed"] == int(stated.group(1)) and got == want,
+                  f"the README's one case gives {summary['passed']} passed, {got}; the README states "
+                  f"{stated.group(1)} passed, {want}")
+
+finish(f"{len(pages)} pages, {links} relative links, {cited} citations of docs/design.md sections")
