@@ -5,8 +5,8 @@ dilation, an even kernel, every padding mode, "same"/"valid", no bias, 1D, a
 batch of 2) is exported, `attnconv run` checks it, and every case must pass
 and agree with PyTorch's own layer output (reference_max_abs); a layer no
 proof covers (ConvTranspose2d) is reported, not skipped; max_pixels crops and
-recomputes the reference; the README section "Check your own network" runs
-as written.
+recomputes the reference; the two blocks of docs/check_your_network.md
+("Export and run", shown again in the README) run as written.
 
 Usage: torch_export.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR [--mobilenet]
 (--mobilenet: also a MobileNet-style network, timed; not run by ctest).
@@ -144,14 +144,24 @@ check(summary["layers"][0]["cropped"] and summary["layers"][0]["input_shape"][2:
       f"the first layer's 8 x 16 input is not cropped to 3 x 8: {summary['layers'][0]}")
 check_run(cropped, 2 * len(conv_layers), 1e-12)
 
-# README "Check your own network", as written (model and x given by the reader).
-readme = open(os.path.join(source, "README.md"), encoding="utf-8").read()
-section = readme.split("\n## Check your own network\n", 1)
-check(len(section) == 2, "README.md has no section '## Check your own network'")
-if len(section) == 2:
+# docs/check_your_network.md, "Export and run", as written (model and x given by the reader); the
+# README's "Check your own network" shows the same two blocks.
+def section_blocks(page, heading):
+    text = open(os.path.join(source, page), encoding="utf-8").read()
+    section = text.split(f"\n## {heading}\n", 1)
+    check(len(section) == 2, f"{page} has no section '## {heading}'")
+    if len(section) != 2:
+        return []
     body = section[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```(python|sh)\n(.*?)```", body, re.S)
-    check([b[0] for b in blocks] == ["python", "sh"], f"README section blocks: {[b[0] for b in blocks]}")
+    check([b[0] for b in blocks] == ["python", "sh"], f"{page} section '{heading}' blocks: {[b[0] for b in blocks]}")
+    return blocks
+
+
+blocks = section_blocks(os.path.join("docs", "check_your_network.md"), "Export and run")
+check(section_blocks("README.md", "Check your own network") == blocks,
+      "README.md's 'Check your own network' blocks differ from docs/check_your_network.md's 'Export and run'")
+if len(blocks) == 2:
     # A checkout's root as the reader has it: python/ and build/attnconv.
     readme_dir = os.path.join(work, "readme")
     os.makedirs(os.path.join(readme_dir, "build"))
@@ -166,10 +176,10 @@ if len(section) == 2:
             done = subprocess.run(["/usr/bin/python3", "user.py"], cwd=readme_dir, capture_output=True, text=True)
         else:
             done = subprocess.run(["sh", "-ec", code], cwd=readme_dir, capture_output=True, text=True)
-        check(done.returncode == 0, f"README {kind} block exit code {done.returncode}: {done.stderr[-1500:]}")
+        check(done.returncode == 0, f"docs/check_your_network.md {kind} block exit code {done.returncode}: {done.stderr[-1500:]}")
     report = os.path.join(readme_dir, "my_net", "report", "report.json")
     if os.path.exists(report):
-        check(load(report)["summary"]["passed"] == 4, f"README example: {load(report)['summary']}")
+        check(load(report)["summary"]["passed"] == 4, f"docs/check_your_network.md example: {load(report)['summary']}")
 
 
 def mobilenet_check():
