@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
       for (const int kernel : {3, 5, 7})
         for (const int side : {16, 32, 64, 128, 256}) {
           // dense: 16^2..128^2, but 128^2 only with 9 heads: its (HW)^2 scores per head
-          // take minutes at 25 and 49 heads (see README).
+          // take minutes at 25 and 49 heads (see docs/performance.md).
           if (std::string(engine) == "dense" && (side > 128 || (side == 128 && kernel > 3))) continue;
           benchmark::RegisterBenchmark(("scaling/" + std::string(engine) + "/C" + std::to_string(channels) + "/H" +
                                         std::to_string(kernel * kernel) + "/" + std::to_string(side))

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The HTML page at scale (README, "A report as a web page"): size, load time
+"""The HTML page at scale (docs/reports.md): size, load time
 and sort time in headless chromium (tests/scripts/browser.py) of
   - the page of the whole suite (`run cases --html`), whose screenshot, with a
     case opened, is written to docs/figures/report-html.png with --screenshot;

@@ -5,7 +5,7 @@
 
 (Debian packages python3-torch and python3-numpy; attnconv built in build/.)
 
-For each case of bench/cases/ (the targets of README "Performance"): `attnconv run`
+For each case of bench/cases/ (the targets of docs/performance.md): `attnconv run`
 on the case file (wall time of the whole process, as a user runs it) and the
 PyTorch peers of bench/torch_peers.py (conv2d alone, the naive dense check, the best
 separable check; in-process times, without Python's start and torch's import),

@@ -48,7 +48,7 @@ void check(Theorem1Params& p, const Case& c, const Request& request) {
 // those plus the MHSA output as tokens and image, the aligned output, the
 // bound's float64 copies of the tokens and its products, and the copies handed
 // to the report; plus the process itself (program, libraries, OpenBLAS
-// buffers, 16 MiB). Within a factor 2 of the measured peak RSS (README, "Performance").
+// buffers, 16 MiB). Within a factor 2 of the measured peak RSS (docs/performance.md).
 double memory_estimate(const Theorem1Params& p) {
   const auto& image = p.shape.image;
   const auto& kernel = p.shape.kernel;

@@ -1,5 +1,5 @@
 #pragma once
-// A case's "weights" (README, "Cases"): the forms a case file gives them in,
+// A case's "weights" (docs/cases.md): the forms a case file gives them in,
 // their resolution into one source per tensor, and the check of every source
 // against the proof's declared tensors before anything runs.
 //   "weights": {"input": "x.npy", "conv_weight": {"file": "m.npz", "entry": "w"}}

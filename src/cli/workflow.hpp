@@ -36,7 +36,7 @@ void add_workflow_commands(CLI::App& app, WorkflowOptions& options);
 std::optional<int> run_workflow_command(WorkflowOptions& options);
 
 // Prints the message of a command that threw and returns its exit code
-// (README, "Exit codes"): 3 when a result could not be written (OutputError),
+// (docs/command_line.md, "Exit codes"): 3 when a result could not be written (OutputError),
 // else 2 (bad usage or bad input).
 int failed_command(const std::exception& e);
 

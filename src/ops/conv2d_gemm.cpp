@@ -131,7 +131,7 @@ Image<T> conv2d_gemm(const Image<T>& x, const Kernel<T>& weight, const std::opti
     return y;
   }
   // The shifted form also computes the d2 (K2 - 1) columns past each output row: worth it
-  // while they are at most a quarter of the row (measured: README "Performance").
+  // while they are at most a quarter of the row (measured: docs/performance.md).
   const bool few_dropped = 4 * (s.wp - s.wo) <= s.wo;
   if (form == ConvGemmForm::shifted || (form == ConvGemmForm::automatic && unit_stride && few_dropped))
     shifted_products(xpad, weight, bias, s, y);

@@ -1,6 +1,6 @@
 #pragma once
 // From a proof's outcome and the case's tolerance to a status, a verdict and a
-// message (README, "Verdicts").
+// message (docs/reports.md, "Verdicts").
 #include <optional>
 #include <string>
 #include <vector>

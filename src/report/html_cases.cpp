@@ -109,7 +109,7 @@ std::string html_cases_table(const nlohmann::json& cases, const CaseLinks& links
   for (const auto& [label, kind] : columns)
     out += std::string("<th") + (*kind ? " data-num=\"1\"" : "") + "><button type=\"button\">" + label + "</button></th>";
   out += "</tr></thead>\n";
-  // failed and errored first (README: what a reader looks for), each in report order
+  // failed and errored first (what a reader looks for), each in report order
   const auto failed = [](const json& c) { return entry_status(c) == Status::fail || entry_status(c) == Status::error; };
   for (const std::optional<Status> status : {std::optional(Status::fail), std::optional(Status::error), std::optional<Status>()})
     for (std::size_t i = 0; i < cases.size(); ++i)

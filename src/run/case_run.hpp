@@ -1,6 +1,6 @@
 #pragma once
 // One case run: the proof's verify(), once or once per sample of a batch input
-// (README, "Cases"), and the comparison of the proof's reference with the
+// (docs/cases.md), and the comparison of the proof's reference with the
 // case's reference_output, then the verdict.
 #include <functional>
 #include <string>

@@ -1,4 +1,4 @@
-// Real layers in (README, "Cases"): a PyTorch state_dict saved with
+// Real layers in (docs/cases.md): a PyTorch state_dict saved with
 // numpy.savez read under a module prefix, batch inputs, an outside
 // implementation's reference_output, the provenance of every tensor, and no
 // silent defaults. Fixtures: tests/fixtures/make_state_dict_fixtures.py.

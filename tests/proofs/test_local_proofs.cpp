@@ -1,5 +1,5 @@
 // The three local-attention proofs: registered, every case of their case files
-// passes with the border findings the README states, bad parameters are
+// passes with the border findings docs/local_attention.md states, bad parameters are
 // refused naming the key, and the dumps hold the bias tables.
 #include <catch2/catch.hpp>
 #include <filesystem>

@@ -21,11 +21,11 @@ TEST_CASE("relative-bias attention and the lightweight convolution match PyTorch
     const Sequence<double> x = fixture.load("input");
     const Matrix<double> w = fixture.load("kernel_logits");
     const std::size_t l = x.shape(1);
-    CHECK(compare(lightweight_conv1d(x, w), fixture.load("lightweight")).max_abs <= 1e-15);
+    CHECK(compare(lightweight_conv1d(x, w), fixture.load<Sequence<double>>("lightweight")).max_abs <= 1e-15);
     CHECK(compare(relative_bias_attention(x, window_bias(w, l, BiasOutsideWindow::masked)),
-                  fixture.load("masked")).max_abs <= 1e-15);
+                  fixture.load<Sequence<double>>("masked")).max_abs <= 1e-15);
     CHECK(compare(relative_bias_attention(x, window_bias(w, l, BiasOutsideWindow::clipped)),
-                  fixture.load("clipped")).max_abs <= 1e-15);
+                  fixture.load<Sequence<double>>("clipped")).max_abs <= 1e-15);
   }
 }
 
