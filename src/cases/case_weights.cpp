@@ -3,12 +3,15 @@
 #include <limits.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "io/errors.hpp"
 #include "io/npz.hpp"
+#include "proof/npz_source.hpp"
 #include "proof/params.hpp"
 #include "io/quote.hpp"
+#include "io/sizes.hpp"
 
 namespace attnconv {
 
@@ -132,12 +135,21 @@ void resolve_weights(Case& c, WeightsMemo& memo) {
     }
   }
   json resolved = json::object();
+  std::map<std::string, std::string> entry_of;  // tensor -> the entry it is read from
+  const auto take = [&](const std::string& tensor, const std::string& name) {
+    // Two entries naming one tensor (`m.weight` and `m.conv_weight`): which one the layer has is not ours to guess.
+    if (const auto [at, fresh] = entry_of.emplace(tensor, name); !fresh)
+      throw InputError(c.file + ": case '" + clip(c.name) + "': key 'weights': " + clip(path, PATH_MAX) + " entries '" +
+                       clip(at->second) + "' and '" + clip(name) + "' both name the tensor " + tensor +
+                       ": keep one of them in the archive");
+    resolved[tensor] = to_json({c.weights_file, name});
+  };
   for (const auto& name : found->second) {
     if (is_data_tensor(name)) {
-      resolved[name] = to_json({c.weights_file, name});
+      take(name, name);
     } else if (name.compare(0, c.weights_prefix.size(), c.weights_prefix) == 0) {
       const std::string tensor = tensor_of_entry(name.substr(c.weights_prefix.size()));
-      if (!is_data_tensor(tensor)) resolved[tensor] = to_json({c.weights_file, name});
+      if (!is_data_tensor(tensor)) take(tensor, name);
     }
   }
   c.weights = resolved;
@@ -214,6 +226,7 @@ void check_weights(Case& c, const ProofDef& proof, WeightsMemo& memo) {
   if (c.weights.contains("input")) keys.push_back("input");
   for (const auto& [key, value] : c.weights.items())
     if (key != "input") keys.push_back(key);
+  std::uint64_t read_bytes = 0;
   for (const std::string& key : keys) {
     const json& value = c.weights[key];
     if (proof.expected_tensors && !expected.count(key)) {
@@ -230,9 +243,21 @@ void check_weights(Case& c, const ProofDef& proof, WeightsMemo& memo) {
     const std::string memo_key = source_path(c.file, source) + "|" + source.entry + "|" + descr + "|" +
                                  (shape && !data ? shape_string(*shape) : "?");
     auto it = memo.checks.find(memo_key);
+    const double max_memory = memo.max_memory > 0 ? memo.max_memory : default_max_memory();
+    const bool capped = max_memory >= double(npz_max_entry_bytes);  // the reader's own cap, whatever --max-memory allows
+    const std::string limit_name = capped ? "the 2 GiB an .npz entry may take" : "--max-memory " + format_bytes(max_memory);
     if (it == memo.checks.end())
-      it = memo.checks.emplace(memo_key, check_tensor_source(c.file, source, descr, data ? std::nullopt : shape)).first;
+      it = memo.checks
+               .emplace(memo_key, check_tensor_source_within(c.file, source, descr, data ? std::nullopt : shape,
+                                                             std::uint64_t(std::min(max_memory, double(npz_max_entry_bytes))),
+                                                             limit_name, memo.read_bytes[memo_key]))
+               .first;
     std::string problem = it->second.problem;
+    // What the case's .npz entries take to read, together, against the same budget.
+    read_bytes += memo.read_bytes[memo_key];
+    if (problem.empty() && double(read_bytes) > max_memory)
+      problem = "the .npz entries of this case take " + format_bytes(double(read_bytes)) + " to read (inflated), more than " +
+                ("--max-memory " + format_bytes(max_memory)) + " allows";
     const std::string shown = clip(source_path(c.file, source), PATH_MAX) +
                               (source.entry.empty() ? "" : " entry '" + clip(source.entry) + "'");
     if (problem.empty() && data) {

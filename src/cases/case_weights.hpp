@@ -29,6 +29,8 @@ void read_weights_keys(const json& object, Case& c, const std::string& where);
 struct WeightsMemo {
   std::map<std::string, std::vector<std::string>> npz_names;  // .npz path -> its entries
   std::map<std::string, SourceCheck> checks;                  // source|dtype -> its check
+  std::map<std::string, std::uint64_t> read_bytes;            // source|dtype -> what reading it took
+  double max_memory = 0;  // --max-memory (0: the default): bounds what the .npz entries of one case take to read
 };
 
 // The .npz form: fills c.weights with every entry under c.weights_prefix (and

@@ -9,6 +9,7 @@
 #include "cli/output_checks.hpp"
 #include "cli/workflow.hpp"
 #include "cases/case_loader.hpp"
+#include "cases/load_within.hpp"
 #include "io/errors.hpp"
 #include "cases/name_filter.hpp"
 #include "run/output_lock.hpp"
@@ -89,7 +90,7 @@ int run_command(int argc, char** argv) {
   if (paths.empty()) paths = {"cases"};
   try {
     const double memory_limit = max_memory_option->count() == 0 ? default_max_memory() : parse_size(max_memory);
-    const std::vector<Case> cases = select(load_cases(paths), filter);
+    const std::vector<Case> cases = select(load_cases_within(paths, memory_limit), filter);
     if (cases.empty())
       throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + clip(filter) + "'" + no_match_hint(filter)));
     if (list->parsed()) {

@@ -17,10 +17,10 @@ namespace {
 
 // The files a run or merge writes into `out_dir` (a run: and its journal), and --junit.
 std::vector<NamedPath> folder_outputs(const std::string& out_dir, const std::string& report_name, bool journal,
-                                      const std::string& junit, bool html) {
+                                      const std::string& junit, bool html, bool resume = false) {
   std::vector<NamedPath> outputs{{report_name, (fs::path(out_dir) / "report.json").string()},
                                  {"the lock", OutputLock::path_in(out_dir)}};
-  if (journal) outputs.push_back({"the journal", (fs::path(out_dir) / "report.journal.jsonl").string()});
+  if (journal) outputs.push_back({"the journal", (fs::path(out_dir) / "report.journal.jsonl").string(), resume});
   if (!junit.empty()) outputs.push_back({"--junit", junit});
   if (html) outputs.push_back({"the --html page", (fs::path(out_dir) / "report.html").string()});
   return outputs;
@@ -56,7 +56,7 @@ void check_run_outputs(const std::vector<std::string>& case_paths, const std::ve
   }
   std::vector<NamedPath> made{{"--out", options.out_dir}};
   if (!options.dump_dir.empty()) made.push_back({"--dump-tensors", options.dump_dir});
-  check_outputs(inputs, folder_outputs(options.out_dir, "the report", true, junit, html), made, folders);
+  check_outputs(inputs, folder_outputs(options.out_dir, "the report", true, junit, html, options.resume), made, folders);
 }
 
 void check_merge_outputs(const std::vector<std::string>& reports, const std::string& out_dir, const std::string& junit,

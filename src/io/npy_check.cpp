@@ -187,6 +187,27 @@ std::size_t c_index_of_fortran(std::size_t f, const std::vector<std::size_t>& sh
   return c;
 }
 
+// An istream over `bytes` in place (std::istringstream would copy them: an
+// .npz entry's size once more).
+class BytesBuf : public std::streambuf {
+ public:
+  explicit BytesBuf(const std::string& bytes) {
+    char* begin = const_cast<char*>(bytes.data());
+    setg(begin, begin, begin + bytes.size());
+  }
+
+ protected:
+  pos_type seekpos(pos_type pos, std::ios_base::openmode) override {
+    if (off_type(pos) < 0 || off_type(pos) > egptr() - eback()) return pos_type(off_type(-1));
+    setg(eback(), eback() + off_type(pos), egptr());
+    return pos;
+  }
+  pos_type seekoff(off_type off, std::ios_base::seekdir dir, std::ios_base::openmode which) override {
+    const off_type base = dir == std::ios_base::beg ? 0 : dir == std::ios_base::cur ? gptr() - eback() : egptr() - eback();
+    return seekpos(pos_type(base + off), which);
+  }
+};
+
 struct Scan {
   std::string problem;
   NpyHeader header;
@@ -320,7 +341,8 @@ NpyCheck check_npy_file(const std::string& path, const std::string& descr,
 NpyCheck check_npy_bytes(const std::string& bytes, const std::string& shown, const std::string& descr,
                          const std::optional<std::vector<std::size_t>>& shape) {
   const auto ignore = [](std::size_t, auto) {};
-  std::istringstream stream(bytes);
+  BytesBuf buffer(bytes);
+  std::istream stream(&buffer);
   const Scan scan = descr == "<f4" ? scan_npy_stream<float>(stream, bytes.size(), shown, shape, ignore)
                                    : scan_npy_stream<double>(stream, bytes.size(), shown, shape, ignore);
   return {scan.problem, scan.digest, scan.header.shape};
@@ -352,7 +374,8 @@ template <class T>
 NpyTensor<T> read_npy_bytes(const std::string& bytes, const std::string& shown,
                             const std::optional<std::vector<std::size_t>>& shape) {
   std::vector<T> values;
-  std::istringstream stream(bytes);
+  BytesBuf buffer(bytes);
+  std::istream stream(&buffer);
   const Scan scan = scan_npy_stream<T>(stream, bytes.size(), shown, shape, [&](std::size_t, T value) { values.push_back(value); });
   return tensor_of(scan, std::move(values));
 }

@@ -9,7 +9,12 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <stdexcept>
+
+#include "io/npy_check.hpp"
+#include "io/quote.hpp"
+#include "io/sizes.hpp"
 
 namespace attnconv {
 
@@ -19,7 +24,6 @@ namespace {
 
 // An entry of more than this is not a layer's tensor (2 GiB of float64 is 268
 // million values); an archive may hold many of them.
-constexpr std::uint64_t max_entry_bytes = std::uint64_t(2) << 30;
 constexpr std::size_t max_entries = 1 << 20;
 constexpr std::uint64_t max_directory_bytes = std::uint64_t(256) << 20;
 constexpr std::size_t end_record_size = 22;
@@ -47,11 +51,11 @@ std::string read_at(std::ifstream& stream, std::uint64_t offset, std::uint64_t s
 void apply_zip64(NpzEntry& e, const unsigned char* extra, std::size_t length, bool size32, bool csize32, bool offset32) {
   for (std::size_t at = 0; at + 4 <= length;) {
     const auto id = little_endian(extra + at, 2), n = little_endian(extra + at + 2, 2);
-    if (at + 4 + n > length) throw corrupt("an extra field of entry '" + e.name + "' overruns its header");
+    if (at + 4 + n > length) throw corrupt("an extra field of entry '" + clip(e.name) + "' overruns its header");
     if (id == 1) {
       std::size_t k = at + 4;
       const auto take = [&](std::uint64_t& field) {
-        if (k + 8 > at + 4 + n) throw corrupt("the zip64 field of entry '" + e.name + "' is too short");
+        if (k + 8 > at + 4 + n) throw corrupt("the zip64 field of entry '" + clip(e.name) + "' is too short");
         field = little_endian(extra + k, 8);
         k += 8;
       };
@@ -62,7 +66,7 @@ void apply_zip64(NpzEntry& e, const unsigned char* extra, std::size_t length, bo
     }
     at += 4 + n;
   }
-  if (size32 || csize32 || offset32) throw corrupt("entry '" + e.name + "' needs a zip64 field it does not have");
+  if (size32 || csize32 || offset32) throw corrupt("entry '" + clip(e.name) + "' needs a zip64 field it does not have");
 }
 
 }  // namespace
@@ -93,12 +97,13 @@ std::vector<NpzEntry> read_npz_directory(const std::string& path) {
     throw corrupt("an archive split over several files");
   std::uint64_t count = little_endian(record + 10, 2), directory_size = little_endian(record + 12, 4),
                 directory_offset = little_endian(record + 16, 4);
-  if (count == 0xFFFF || directory_size == 0xFFFFFFFF || directory_offset == 0xFFFFFFFF) {
-    // Zip64: the locator (20 bytes, "PK\6\7") right before the end record names the zip64 end record.
-    const std::uint64_t end_at = file_size - tail_size + end;
-    if (end_at < 20) throw corrupt("a zip64 archive without its locator");
-    const std::string locator = read_at(stream, end_at - 20, 20, file_size, "the zip64 locator");
-    if (locator.compare(0, 4, "PK\x06\x07") != 0) throw corrupt("a zip64 archive without its locator");
+  // Zip64: the locator (20 bytes, "PK\6\7") right before the end record names the zip64 end record.
+  // A field at its maximum (0xFFFF, 0xFFFFFFFF) says "see the zip64 record" only when the locator is
+  // there: without it the field is a plain value (Python's zipfile writes 65535 entries without zip64).
+  const std::uint64_t end_at = file_size - tail_size + end;
+  const std::string locator = end_at >= 20 ? read_at(stream, end_at - 20, 20, file_size, "the zip64 locator") : "";
+  const bool has_locator = locator.compare(0, 4, "PK\x06\x07") == 0;
+  if (has_locator && (count == 0xFFFF || directory_size == 0xFFFFFFFF || directory_offset == 0xFFFFFFFF)) {
     const std::uint64_t at = little_endian(reinterpret_cast<const unsigned char*>(locator.data()) + 8, 8);
     const std::string z64 = read_at(stream, at, 56, file_size, "the zip64 end record");
     if (z64.compare(0, 4, "PK\x06\x06") != 0) throw corrupt("a bad zip64 end record");
@@ -122,9 +127,9 @@ std::vector<NpzEntry> read_npz_directory(const std::string& path) {
     NpzEntry e;
     std::string file_name = directory.substr(at + 46, name_length);
     if (file_name.size() < 4 || file_name.compare(file_name.size() - 4, 4, ".npy") != 0)
-      throw corrupt("entry '" + file_name + "' is not an .npy file (numpy.savez writes only <name>.npy entries)");
+      throw corrupt("entry '" + clip(file_name) + "' is not an .npy file (numpy.savez writes only <name>.npy entries)");
     e.name = file_name.substr(0, file_name.size() - 4);
-    if (little_endian(d + at + 8, 2) & 1) throw std::runtime_error("holds entry '" + e.name + "' encrypted");
+    if (little_endian(d + at + 8, 2) & 1) throw std::runtime_error("holds entry '" + clip(e.name) + "' encrypted");
     e.method = std::uint16_t(little_endian(d + at + 10, 2));
     e.crc32 = std::uint32_t(little_endian(d + at + 16, 4));
     e.compressed_size = little_endian(d + at + 20, 4);
@@ -133,60 +138,123 @@ std::vector<NpzEntry> read_npz_directory(const std::string& path) {
     apply_zip64(e, d + at + 46 + name_length, extra_length, e.size == 0xFFFFFFFF, e.compressed_size == 0xFFFFFFFF,
                 e.local_header_offset == 0xFFFFFFFF);
     if (e.method != 0 && e.method != 8)
-      throw std::runtime_error("holds entry '" + e.name + "' compressed with zip method " + std::to_string(e.method) +
+      throw std::runtime_error("holds entry '" + clip(e.name) + "' compressed with zip method " + std::to_string(e.method) +
                                "; only stored (numpy.savez) and deflated (numpy.savez_compressed) entries are read");
-    if (e.size > max_entry_bytes || e.compressed_size > max_entry_bytes)
-      throw std::runtime_error("holds entry '" + e.name + "' of more than 2 GiB");
+    if (e.size > npz_max_entry_bytes || e.compressed_size > npz_max_entry_bytes)
+      throw std::runtime_error("holds entry '" + clip(e.name) + "' of more than 2 GiB");
     // Deflate expands at most 1032:1 (zlib's technical details): a larger claim is corrupt, and is not allocated.
     if (e.method == 8 && e.size > e.compressed_size * 1032 + 1024)
-      throw corrupt("entry '" + e.name + "' claims " + std::to_string(e.size) + " bytes from " +
+      throw corrupt("entry '" + clip(e.name) + "' claims " + std::to_string(e.size) + " bytes from " +
                     std::to_string(e.compressed_size) + " deflated, more than deflate can expand to");
-    if (!names.insert(e.name).second) throw corrupt("entry '" + e.name + "' appears twice");
+    if (!names.insert(e.name).second) throw corrupt("entry '" + clip(e.name) + "' appears twice");
     entries.push_back(std::move(e));
     at += 46 + name_length + extra_length + comment_length;
   }
   return entries;
 }
 
-std::string read_npz_entry(const std::string& path, const NpzEntry& entry) {
+namespace {
+
+// The bytes an .npy of this header holds: the header, then the shape's
+// values; SIZE_MAX when the shape overflows.
+std::uint64_t npy_bytes(const NpyHeader& header) {
+  std::uint64_t item = header.float_size;
+  if (item == 0) {  // another dtype ("<i8", "|b1", "<c16"): its width is the number at its end (the dtype check refuses it)
+    item = 0;
+    for (const char ch : header.descr)
+      item = ch >= '0' && ch <= '9' ? std::min<std::uint64_t>(item * 10 + std::uint64_t(ch - '0'), 1 << 20) : 0;
+    item = std::max<std::uint64_t>(item, 1);
+  }
+  std::uint64_t bytes = item;
+  for (const auto n : header.shape) {
+    if (n != 0 && bytes > (std::uint64_t(1) << 62) / n) return SIZE_MAX;
+    bytes *= n;
+  }
+  return header.data_offset + bytes;
+}
+
+// An entry's size against the one its .npy header gives, from the first bytes of the entry: an entry
+// holding more than its header and its shape's values is refused before the rest is inflated.
+// A header that cannot be read is left to the .npy check, which says what is wrong with it.
+void check_entry_size(const std::string& what, std::uint64_t size, const char* prefix, std::size_t length) {
+  NpyHeader header;
+  try {
+    std::istringstream stream(std::string(prefix, length));
+    header = read_npy_header(stream);
+  } catch (const std::exception&) {
+    return;
+  }
+  const std::uint64_t needed = npy_bytes(header);
+  if (size > needed)
+    throw std::runtime_error("holds " + what + " of " + std::to_string(size) + " bytes, more data than its shape " +
+                             shape_string(header.shape) + " of '" + clip(header.descr) + "' needs (" +
+                             std::to_string(needed) + " bytes with its header): refused before inflating it");
+}
+
+}  // namespace
+
+std::string read_npz_entry(const std::string& path, const NpzEntry& entry, std::uint64_t max_bytes,
+                           const std::string& limit_name) {
+  const std::string what = "entry '" + clip(entry.name) + "'";
+  // What reading it takes: the inflated bytes, and the deflated ones while they inflate.
+  const std::uint64_t footprint = entry.size + (entry.method == 8 ? entry.compressed_size : 0);
+  if (footprint > max_bytes)
+    throw std::runtime_error("holds " + what + " of " + format_bytes(double(entry.size)) + (entry.method == 8 ? " inflated" : "") +
+                             ", more than " + (limit_name.empty() ? format_bytes(double(max_bytes)) : limit_name) +
+                             " allows: refused before reading it");
   std::error_code error;
   const std::uint64_t file_size = fs::file_size(path, error);
   if (error) throw std::runtime_error("cannot be read: " + error.message());
   std::ifstream stream(path, std::ios::binary);
   if (!stream) throw std::runtime_error(std::string("cannot be read: ") + std::strerror(errno));
-  const std::string what = "entry '" + entry.name + "'";
   const std::string local = read_at(stream, entry.local_header_offset, 30, file_size, "the local header of " + what);
   if (local.compare(0, 4, "PK\x03\x04") != 0) throw corrupt("no local header where the directory puts " + what);
   const auto* l = reinterpret_cast<const unsigned char*>(local.data());
   const std::uint64_t data_at = entry.local_header_offset + 30 + little_endian(l + 26, 2) + little_endian(l + 28, 2);
-  const std::string data = read_at(stream, data_at, entry.compressed_size, file_size, "the data of " + what);
+  if (entry.method == 0 && entry.compressed_size != entry.size) throw corrupt(what + " is stored with two different sizes");
+  std::string data = read_at(stream, data_at, entry.compressed_size, file_size, "the data of " + what);
+  // The .npy header is in the first bytes: magic, version, length, at most 10000 bytes of dict.
+  constexpr std::size_t header_window = 8 + 4 + 10000;
   std::string bytes;
   if (entry.method == 0) {
-    if (entry.compressed_size != entry.size) throw corrupt(what + " is stored with two different sizes");
-    bytes = data;
+    check_entry_size(what, entry.size, data.data(), std::min<std::size_t>(data.size(), header_window));
+    bytes = std::move(data);
   } else {
-    // The output grows as the data inflates (from 64 MiB, doubling up to the
-    // claimed size): a claim the data does not back allocates at most twice what it inflates to.
-    bytes.assign(std::size_t(std::min<std::uint64_t>(entry.size, std::uint64_t(64) << 20)), '\0');
+    // Inflates to at most the claimed size, which the header's shape bounds: the first 64 KiB are
+    // checked against the header before more is inflated; the output then grows by doubling, so a
+    // claim the data does not back allocates at most twice what it inflates to.
+    bytes.assign(std::size_t(std::min<std::uint64_t>(entry.size, std::uint64_t(64) << 10)), '\0');
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw std::runtime_error("cannot start zlib to inflate " + what);
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+    z.next_in = reinterpret_cast<Bytef*>(data.data());
     std::uint64_t in_left = data.size(), out_done = 0;
+    bool header_checked = false;
     int result = Z_OK;
-    while (result == Z_OK) {
-      if (out_done == bytes.size() && bytes.size() < entry.size)
-        bytes.resize(std::size_t(std::min<std::uint64_t>(entry.size, 2 * std::uint64_t(bytes.size()))), '\0');
-      const auto in_chunk = uInt(std::min<std::uint64_t>(in_left, std::numeric_limits<uInt>::max()));
-      const auto out_chunk = uInt(std::min<std::uint64_t>(bytes.size() - out_done, std::numeric_limits<uInt>::max()));
-      z.avail_in = in_chunk;
-      z.next_out = reinterpret_cast<Bytef*>(bytes.data() + out_done);
-      z.avail_out = out_chunk;
-      result = inflate(&z, Z_FINISH);
-      in_left -= in_chunk - z.avail_in;
-      out_done += out_chunk - z.avail_out;
-      if (result == Z_BUF_ERROR && out_done < entry.size && (in_left > 0 || z.avail_out == 0)) result = Z_OK;
+    try {
+      while (result == Z_OK) {
+        if (!header_checked && out_done >= std::min<std::uint64_t>(entry.size, header_window)) {
+          check_entry_size(what, entry.size, bytes.data(), std::size_t(out_done));
+          header_checked = true;
+        }
+        if (out_done == bytes.size() && bytes.size() < entry.size)
+          bytes.resize(std::size_t(std::min<std::uint64_t>(entry.size, 2 * std::uint64_t(bytes.size()))), '\0');
+        const auto in_chunk = uInt(std::min<std::uint64_t>(in_left, std::numeric_limits<uInt>::max()));
+        const auto out_chunk = uInt(std::min<std::uint64_t>(bytes.size() - out_done, std::numeric_limits<uInt>::max()));
+        z.avail_in = in_chunk;
+        z.next_out = reinterpret_cast<Bytef*>(bytes.data() + out_done);
+        z.avail_out = out_chunk;
+        result = inflate(&z, Z_FINISH);
+        in_left -= in_chunk - z.avail_in;
+        out_done += out_chunk - z.avail_out;
+        if (result == Z_BUF_ERROR && out_done < entry.size && (in_left > 0 || z.avail_out == 0)) result = Z_OK;
+      }
+    } catch (...) {
+      inflateEnd(&z);
+      throw;
     }
     inflateEnd(&z);
+    if (result != Z_STREAM_END && out_done == entry.size)
+      throw corrupt(what + " inflates to more than its " + std::to_string(entry.size) + " bytes (corrupt or forged data)");
     if (result != Z_STREAM_END || out_done != entry.size)
       throw corrupt(what + " does not inflate to its " + std::to_string(entry.size) + " bytes (corrupt data)");
   }

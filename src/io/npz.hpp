@@ -23,8 +23,19 @@ struct NpzEntry {
 // std::runtime_error saying what is wrong.
 std::vector<NpzEntry> read_npz_directory(const std::string& path);
 
-// The bytes of one entry (an .npy file), uncompressed and CRC-checked.
-std::string read_npz_entry(const std::string& path, const NpzEntry& entry);
+// An entry of more than this is not a layer's tensor (2 GiB of float64 is 268
+// million values), whatever --max-memory allows.
+constexpr std::uint64_t npz_max_entry_bytes = std::uint64_t(2) << 30;
+
+// The bytes of one entry (an .npy file), uncompressed and CRC-checked. Refused
+// before anything is read when the entry (with its deflated data) takes more
+// than `max_bytes` (`limit_name` says whose limit, e.g. "--max-memory 100 MiB");
+// refused after its first bytes when it holds more than its .npy header and
+// the header's shape need (no such entry is inflated: numpy.savez writes none,
+// and the rest is bytes numpy.load ignores); never inflated beyond its claimed
+// size (data that inflates further is corrupt or forged).
+std::string read_npz_entry(const std::string& path, const NpzEntry& entry, std::uint64_t max_bytes = npz_max_entry_bytes,
+                           const std::string& limit_name = "");
 
 // The names of `entries`.
 std::vector<std::string> npz_names(const std::vector<NpzEntry>& entries);

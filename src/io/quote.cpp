@@ -54,10 +54,13 @@ std::string clip(std::string text, std::size_t limit) {
   for (std::size_t k = 0; k < text.size();) {
     const auto ch = static_cast<unsigned char>(text[k]);
     const std::size_t length = ch < 0x80 ? 1 : utf8_length(text, k);
+    // U+0080 ... U+009F (C1 controls: CSI, OSC, ...) act as ESC sequences on some terminals.
+    const bool c1 = length == 2 && ch == 0xC2 && static_cast<unsigned char>(text[k + 1]) < 0xA0;
     char escaped[8];
     if (is_control(text[k])) std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(ch));
+    else if (c1) std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(static_cast<unsigned char>(text[k + 1])));
     else if (length == 0) std::snprintf(escaped, sizeof escaped, "\\x%02X", unsigned(ch));
-    const std::string unit = is_control(text[k]) || length == 0 ? std::string(escaped) : text.substr(k, length);
+    const std::string unit = is_control(text[k]) || c1 || length == 0 ? std::string(escaped) : text.substr(k, length);
     if (shown.size() + unit.size() > limit) return shown + "...";
     shown += unit;
     k += std::max<std::size_t>(length, 1);

@@ -15,7 +15,7 @@ constexpr std::size_t quote_limit = 200;
 std::string quote(const nlohmann::json& value, std::size_t limit = quote_limit);
 
 // `text` cut after `limit` bytes (at a character boundary) with "...",
-// control characters written as \u0000 ... \u001f, \u007f and bytes that are
+// control characters written as \u0000 ... \u001f, \u007f ... \u009f and bytes that are
 // not UTF-8 as \xFF: the result is valid UTF-8 a terminal shows as written.
 std::string clip(std::string text, std::size_t limit = quote_limit);
 

@@ -11,6 +11,7 @@
 #include "io/npy_check.hpp"
 #include "proof/tensor_source.hpp"
 #include "io/quote.hpp"
+#include "io/regular_file.hpp"
 
 namespace attnconv {
 
@@ -59,7 +60,8 @@ xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std:
 void dump_tensors(const std::string& dir, const std::vector<NamedTensor>& tensors) {
   fs::create_directories(dir);
   for (const auto& tensor : tensors)
-    std::visit([&](const auto& data) { xt::dump_npy((fs::path(dir) / (tensor.name + ".npy")).string(), data); },
+    // In place, as a regular file only: a link, FIFO or device put in the folder is refused, not written through.
+    std::visit([&](const auto& data) { write_regular_file((fs::path(dir) / (tensor.name + ".npy")).string(), xt::dump_npy(data)); },
                tensor.data);
 }
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "io/npz.hpp"
+#include "proof/npz_source.hpp"
 #include "proof/params.hpp"
 #include "io/quote.hpp"
 #include "io/sha256.hpp"
@@ -21,7 +22,8 @@ namespace {
 
 // The entry named `name` of the .npz at `path`; throws std::runtime_error
 // starting with the path.
-std::string npz_entry_bytes(const std::string& path, const std::string& name) {
+std::string npz_entry_bytes(const std::string& path, const std::string& name, std::uint64_t max_bytes = npz_max_entry_bytes,
+                            const std::string& limit_name = "", std::uint64_t* read_bytes = nullptr) {
   const std::string shown = clip(path, PATH_MAX);
   std::vector<NpzEntry> entries;
   try {
@@ -31,7 +33,8 @@ std::string npz_entry_bytes(const std::string& path, const std::string& name) {
   }
   for (const auto& entry : entries)
     if (entry.name == name) try {
-        return read_npz_entry(path, entry);
+        if (read_bytes) *read_bytes = entry.size + (entry.method == 8 ? entry.compressed_size : 0);
+        return read_npz_entry(path, entry, max_bytes, limit_name);
       } catch (const std::runtime_error& e) {
         throw std::runtime_error(shown + " " + e.what());
       }
@@ -97,6 +100,14 @@ FileDigest file_digest(const std::string& path) {
 
 SourceCheck check_tensor_source(const std::string& case_file, const TensorSource& source, const std::string& descr,
                                 const std::optional<std::vector<std::size_t>>& shape) {
+  std::uint64_t read_bytes = 0;
+  return check_tensor_source_within(case_file, source, descr, shape, npz_max_entry_bytes, "", read_bytes);
+}
+
+SourceCheck check_tensor_source_within(const std::string& case_file, const TensorSource& source, const std::string& descr,
+                                       const std::optional<std::vector<std::size_t>>& shape, std::uint64_t max_bytes,
+                                       const std::string& limit_name, std::uint64_t& read_bytes) {
+  read_bytes = 0;
   const std::string path = source_path(case_file, source);
   if (source.entry.empty()) {
     const NpyCheck check = check_npy_file(path, descr, shape);
@@ -104,7 +115,7 @@ SourceCheck check_tensor_source(const std::string& case_file, const TensorSource
   }
   SourceCheck out;
   try {
-    const std::string bytes = npz_entry_bytes(path, source.entry);
+    const std::string bytes = npz_entry_bytes(path, source.entry, max_bytes, limit_name, &read_bytes);
     const NpyCheck check = check_npy_bytes(bytes, entry_label(path, source.entry), descr, shape);
     out.problem = check.problem;
     out.shape = check.shape;

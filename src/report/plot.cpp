@@ -13,6 +13,8 @@
 #include <sstream>
 #include <variant>
 
+#include "io/errors.hpp"
+#include "io/regular_file.hpp"
 #include "report/report_figures.hpp"
 #include "proof/short_number.hpp"
 
@@ -79,8 +81,8 @@ struct Figure {
 std::vector<std::string> render(const Figure& figure, const PlotOptions& options) {
   const fs::path base = fs::path(options.out_dir) / figure.name;
   const std::string data = base.string() + ".dat", script = base.string() + ".gp";
-  std::ofstream(data) << figure.data;
-  std::ofstream(script) << "datafile = " << gp_quoted(data) << "\n" << figure.script;
+  write_regular_file(data, figure.data);
+  write_regular_file(script, "datafile = " + gp_quoted(data) + "\n" + figure.script);
   const std::string size = " size " + std::to_string(figure.width) + "," + std::to_string(figure.height);
   run_gnuplot(options.gnuplot, "pngcairo noenhanced font 'sans,9'" + size, base.string() + ".png", script);
   run_gnuplot(options.gnuplot, "svg noenhanced font 'sans,9' background rgb 'white'" + size, base.string() + ".svg", script);
@@ -191,16 +193,23 @@ Figure draw(const FigureData& data, const StackedBars& bars) {
 
 std::vector<std::string> plot_report(const nlohmann::json& report, const PlotOptions& options) {
   check_report_cases(report, "plot");
-  fs::create_directories(options.out_dir);
-  std::vector<std::string> written;
-  const auto add = [&](const Figure& f) {
-    for (auto& image : render(f, options)) written.push_back(std::move(image));
-  };
-  for (const AlphaSweep& sweep : alpha_sweeps(report, options.filter)) add(alpha_sweep_figure(sweep));
+  std::vector<Figure> figures;
+  for (const AlphaSweep& sweep : alpha_sweeps(report, options.filter)) figures.push_back(alpha_sweep_figure(sweep));
   std::ostringstream notes;
   for (const CaseFigures& c : proof_figures(report, notes, options.filter))
     for (const FigureData& data : c.figures)
-      add(std::visit([&](const auto& content) { return draw(data, content); }, data.content));
+      figures.push_back(std::visit([&](const auto& content) { return draw(data, content); }, data.content));
+  // Before any figure is drawn: each file it makes is absent or a regular file (not a link, FIFO or device).
+  for (const Figure& f : figures)
+    for (const char* extension : {".dat", ".gp", ".png", ".svg"}) {
+      const std::string file = (fs::path(options.out_dir) / (f.name + extension)).string();
+      if (const std::string why = not_a_regular_file(file); !why.empty())
+        throw InputError("--out " + options.out_dir + ": " + file + " " + why + "; a figure is written only as a regular file");
+    }
+  fs::create_directories(options.out_dir);
+  std::vector<std::string> written;
+  for (const Figure& f : figures)
+    for (auto& image : render(f, options)) written.push_back(std::move(image));
   std::istringstream lines(notes.str());
   for (std::string line; std::getline(lines, line);) std::cerr << "attnconv plot: " << line << "\n";
   return written;

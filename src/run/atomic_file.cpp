@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "io/regular_file.hpp"
 #include "run/signal_cleanup.hpp"
 
 namespace attnconv {
@@ -44,6 +45,13 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   if (::close(fd) != 0) {
     ::unlink(temp.c_str());
     throw std::runtime_error("cannot close " + temp);
+  }
+  // Checked again right before the rename (check_outputs did before the command ran): a link, device,
+  // FIFO or socket put there meanwhile is left as it is. What is put there between this lstat and the
+  // rename is replaced (a race rename(2) cannot close; RENAME_NOREPLACE cannot replace a regular file).
+  if (const std::string why = not_a_regular_file(path); !why.empty()) {
+    ::unlink(temp.c_str());
+    throw std::runtime_error(path + " " + why + ": not replaced (an output is a regular file or nothing)");
   }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     const std::string reason = std::strerror(errno);

@@ -1,6 +1,7 @@
 #include "run/journal.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,8 +47,13 @@ void write_all(int fd, const std::string& text, const std::string& path) {
 }
 
 int open_append(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error("cannot open the journal " + path + ": " + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {  // swapped for a FIFO or device since it was written
+    ::close(fd);
+    throw std::runtime_error("cannot open the journal " + path + ": it is not a regular file");
+  }
   return fd;
 }
 

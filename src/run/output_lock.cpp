@@ -11,6 +11,7 @@
 #include <ostream>
 
 #include "io/errors.hpp"
+#include "io/regular_file.hpp"
 
 namespace attnconv {
 
@@ -34,8 +35,17 @@ OutputLock OutputLock::acquire(const std::string& dir, std::ostream& notes) {
   const std::string path = path_in(dir);
   for (;;) {
     const BlockCleanupSignals blocked;  // the lock file is registered before a signal can leave it behind
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) throw InputError(path + ": cannot create the lock of " + dir + ": " + std::strerror(errno));
+    // Not through a link (its target would be truncated), nor a FIFO or device: the lock is a regular file.
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      const int error = errno;
+      const std::string why = not_a_regular_file(path);
+      throw InputError(path + ": cannot create the lock of " + dir + ": " + (why.empty() ? std::strerror(error) : "it " + why));
+    }
+    if (struct stat info {}; ::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+      ::close(fd);
+      throw InputError(path + ": cannot create the lock of " + dir + ": it " + not_a_regular_file(path));
+    }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
       const std::string pid = holder(fd);

@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
 
 #include "io/errors.hpp"
 #include "io/quote.hpp"
+#include "io/regular_file.hpp"
 #include "run/signal_cleanup.hpp"
 
 namespace attnconv {
@@ -94,6 +96,11 @@ void check_outputs(const std::vector<NamedPath>& inputs, const std::vector<Named
       throw InputError(named(output) + " is inside " + named(*folder) + ", which this command also writes; choose another path");
     if (const std::string why = broken_link(fs::path(output.path).parent_path()); !why.empty())
       throw InputError(named(output) + " cannot be written: " + why);
+    // Not followed: a link is refused whatever it leads to (a dangling one, /dev/stdout), and so is a device,
+    // a FIFO or a socket; write_file_atomic checks again right before its rename.
+    if (const std::string why = output.read_first ? "" : not_a_regular_file(output.path); !why.empty())
+      throw InputError(named(output) + " cannot be written: it " + why +
+                       "; an output is a regular file or nothing, and is never replaced otherwise");
     if (const std::string why = unwritable(path); !why.empty()) throw InputError(named(output) + " cannot be written: " + why);
     seen.emplace(path, &output);
   }
@@ -104,9 +111,19 @@ void check_outputs(const std::vector<NamedPath>& inputs, const std::vector<Named
       throw InputError(named(*found->second) + " is " + named(made) + ", a folder this command makes; choose another path");
     folders.emplace(path, &made);
   }
-  for (const auto& [path, folder] : folders)
+  for (const auto& [path, folder] : folders) {
     if (const std::string why = unwritable(path / "file"); !why.empty())
       throw InputError(named(*folder) + " cannot be written: " + why);
+    if (std::find_if(output_folders.begin(), output_folders.end(), [&](const NamedPath& p) { return &p == folder; }) ==
+        output_folders.end())
+      continue;
+    // A folder filled with files of any name (a case's dumps): none already there may be other than a regular file.
+    std::error_code error;
+    for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error))
+      if (const std::string why = not_a_regular_file(it->path().string()); !why.empty() && why != "is a folder")
+        throw InputError(named(*folder) + " cannot be written: " + it->path().string() + " " + why +
+                         "; a dump is written only as a regular file");
+  }
 }
 
 }  // namespace attnconv

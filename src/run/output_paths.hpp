@@ -14,6 +14,9 @@ namespace attnconv {
 struct NamedPath {
   std::string what;
   std::string path;
+  // The command reads it before writing it and refuses there what is not a
+  // regular file, with its own advice (--resume's journal).
+  bool read_first = false;
 };
 
 // `made_folders`: folders the command makes (--out): no input or output file

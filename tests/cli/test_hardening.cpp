@@ -401,3 +401,106 @@ TEST_CASE("a case file given twice (itself and through its folder) is read once"
   CHECK(listed.code == 0);
   CHECK(std::count(listed.output.begin(), listed.output.end(), '\n') == 1);
 }
+
+namespace {
+
+// What stands at `path` (not followed), for "no earlier file changed": a link's target, a FIFO, a file's text.
+std::string what_is_at(const fs::path& path) {
+  std::error_code error;
+  const auto status = fs::symlink_status(path, error);
+  if (fs::is_symlink(status)) return "link to " + fs::read_symlink(path).string();
+  if (fs::is_fifo(status)) return "fifo";
+  if (fs::is_regular_file(status)) return "file: " + read_text(path);
+  return fs::exists(status) ? "other" : "<none>";
+}
+
+// A FIFO, a link to a file, a link to nowhere, and a link to /dev/null (never written through) in `dir`.
+std::vector<std::pair<fs::path, std::string>> not_regular_files(const fs::path& dir, const fs::path& target) {
+  fs::create_directories(dir);
+  ::mkfifo((dir / "fifo").c_str(), 0600);  // no reader: opening it for writing would block
+  fs::create_symlink(target, dir / "link");
+  fs::create_symlink(dir / "missing", dir / "dangling");
+  fs::create_symlink("/dev/null", dir / "devnull");
+  return {{dir / "fifo", "is a FIFO"},
+          {dir / "link", "is a symbolic link to " + target.string()},
+          {dir / "dangling", "is a symbolic link to " + (dir / "missing").string() + " that leads nowhere"},
+          {dir / "devnull", "is a symbolic link to /dev/null"}};
+}
+
+}  // namespace
+
+TEST_CASE("every output is a regular file or nothing: a FIFO, a link, a dangling link are refused, never replaced", "[hardening]") {
+  const ScratchDir dir("not_regular");
+  const fs::path cases = dir.path / "small.json", out = dir.path / "out", report = out / "report.json";
+  const fs::path target = dir.path / "target.txt";
+  write_text(cases, json{{"cases", {small_case}}}.dump());
+  write_text(target, "the link's target\n");
+  REQUIRE(run_cli("run " + quoted(cases) + " --quiet --out " + quoted(out)).code == 0);
+  const std::string report_text = read_text(report);
+  const auto odd = not_regular_files(dir.path / "odd", target);
+  const auto check_kept = [&](const std::string& args, const fs::path& path, const std::vector<std::string>& expect) {
+    const std::string before = what_is_at(path), target_before = read_text(target);
+    check_refused_cli(args, expect, {report, out / "report.journal.jsonl", out / "report.html", cases});
+    CHECK(what_is_at(path) == before);  // the FIFO or link itself is still there
+    CHECK(read_text(target) == target_before);
+    CHECK(read_text(report) == report_text);
+    CHECK(temporary_files(path.parent_path()).empty());
+  };
+  for (const auto& [path, kind] : odd) {
+    INFO(path);
+    const std::string run = "run " + quoted(cases) + " --quiet --out " + quoted(out);
+    check_kept(run + " --junit " + quoted(path), path, {"--junit " + path.string() + " cannot be written: it " + kind, "never replaced"});
+    check_kept("html " + quoted(report) + " --out " + quoted(path), path, {"the page " + path.string() + " cannot be written: it " + kind});
+    check_kept("merge " + quoted(report) + " --out " + quoted(dir.path / "m") + " --junit " + quoted(path), path,
+               {"--junit " + path.string() + " cannot be written: it " + kind});
+  }
+  // Inside the folders a command fills: report.json, report.html, the lock; a case's dump; a figure.
+  for (const char* name : {"report.json", "report.html", "report.lock"})
+    for (const auto& [path, kind] : odd) {
+      const fs::path folder = dir.path / ("in_" + std::string(name) + "_" + path.filename().string());
+      fs::create_directories(folder);
+      fs::rename(path, folder / name);
+      INFO(folder / name);
+      check_kept("run " + quoted(cases) + " --quiet --html --out " + quoted(folder), folder / name,
+                 {(folder / name).string() + " cannot be written: it " + kind});
+      check_kept("merge " + quoted(report) + " --html --out " + quoted(folder), folder / name,
+                 {(folder / name).string() + " cannot be written: it " + kind});
+      fs::rename(folder / name, path);
+    }
+  const fs::path dumps = dir.path / "dumps";
+  fs::create_directories(dumps / "c1");
+  for (const auto& [path, kind] : odd) {
+    fs::rename(path, dumps / "c1" / "input.npy");
+    check_kept("run " + quoted(cases) + " --quiet --out " + quoted(out) + " --dump-tensors " + quoted(dumps), dumps / "c1" / "input.npy",
+               {"the --dump-tensors folder of case 'c1'", "input.npy " + kind, "a dump is written only as a regular file"});
+    fs::rename(dumps / "c1" / "input.npy", path);
+  }
+  // --out, --dump-tensors: a folder where a folder is meant.
+  check_kept("run " + quoted(cases) + " --quiet --out " + quoted(dir.path / "odd" / "fifo"), dir.path / "odd" / "fifo",
+             {"fifo is not a folder"});
+  check_kept("run " + quoted(cases) + " --quiet --out " + quoted(out) + " --dump-tensors " + quoted(dir.path / "odd" / "fifo"),
+             dir.path / "odd" / "fifo", {"--dump-tensors", "fifo is not a folder"});
+}
+
+TEST_CASE("write_file_atomic never renames over a link, FIFO or device put there after the checks", "[hardening]") {
+  const ScratchDir dir("atomic_not_regular");
+  const fs::path target = dir.path / "target.txt";
+  write_text(target, "kept\n");
+  for (const auto& [path, kind] : not_regular_files(dir.path / "odd", target)) {
+    INFO(path);
+    const std::string before = what_is_at(path);
+    try {
+      attnconv::write_file_atomic(path.string(), "new\n");
+      FAIL("written");
+    } catch (const std::runtime_error& e) {
+      CHECK(contains(e.what(), path.string() + " " + kind));
+      CHECK(contains(e.what(), "not replaced"));
+    }
+    CHECK(what_is_at(path) == before);
+    CHECK(read_text(target) == "kept\n");
+    CHECK(temporary_files(path.parent_path()).empty());
+  }
+  attnconv::write_file_atomic((dir.path / "plain.txt").string(), "one\n");
+  attnconv::write_file_atomic((dir.path / "plain.txt").string(), "two\n");  // a regular file is replaced
+  CHECK(read_text(dir.path / "plain.txt") == "two\n");
+}

@@ -98,4 +98,26 @@ check(first.returncode == 143, f"run after SIGTERM then SIGINT: exit {first.retu
 interrupted = load(os.path.join(out, "report.json")) if os.path.exists(os.path.join(out, "report.json")) else {}
 check(interrupted.get("interrupted_by", "").startswith("SIGTERM"), f"interrupted_by: {interrupted.get('interrupted_by')!r}")
 
+# plot: a figure file that is a FIFO or a link is refused before any figure is drawn (exit 2); nothing is written through it.
+sweep = os.path.join(work, "sweep.json")
+with open(sweep, "w") as f:
+    json.dump({"cases": [dict(probe, name="c1", sweep={"alpha": [8, 16]})]}, f)
+swept = subprocess.run([binary, "run", sweep, "--out", os.path.join(work, "swept"), "--quiet"], capture_output=True, timeout=300)
+check(swept.returncode == 0, f"the sweep for plot: exit {swept.returncode}")
+kept = os.path.join(work, "kept.txt")
+with open(kept, "w") as f:
+    f.write("kept\n")
+for name, make in (("fifo", lambda path: os.mkfifo(path)), ("link", lambda path: os.symlink(kept, path)),
+                   ("dangling", lambda path: os.symlink(os.path.join(work, "missing"), path))):
+    figures = os.path.join(work, "figures_" + name)
+    os.makedirs(figures)
+    make(os.path.join(figures, "alpha-sweep-c1.png"))
+    plotted = subprocess.run([binary, "plot", os.path.join(work, "swept", "report.json"), "--out", figures],
+                             capture_output=True, text=True, timeout=300)
+    check(plotted.returncode == 2 and "alpha-sweep-c1.png is a" in plotted.stderr and "written only as a regular file" in plotted.stderr,
+          f"plot over a {name}: exit {plotted.returncode}: {plotted.stderr}")
+    check(os.listdir(figures) == ["alpha-sweep-c1.png"], f"plot over a {name} wrote {os.listdir(figures)}")
+    with open(kept) as f:
+        check(f.read() == "kept\n", f"plot over a {name} changed the link's target")
+
 finish()
