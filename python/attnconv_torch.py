@@ -47,7 +47,7 @@ The model runs in its own mode: in training mode BatchNorm normalises by the
 batch's statistics and dropout is random, and the activations exported are
 those of that pass, with a warning; every buffer the pass changed (BatchNorm's
 running statistics, spectral_norm's u and v) is restored afterwards, so the
-export leaves the model as it was. Call `model.eval()` for inference
+export leaves the model (and torch's CPU random state) as it was. Call `model.eval()` for inference
 activations.
 
 The export is written to a new hidden folder beside `out_dir`
@@ -69,6 +69,7 @@ import hashlib
 import inspect
 import json
 import math
+import numbers
 import os
 import re
 import shutil
@@ -106,6 +107,7 @@ def export_conv_layers(model, example_input, out_dir, proofs=(THEOREM1, DECOMPOS
     "not_expressible" (module name, type and reason). Bad arguments raise
     ValueError before anything runs or is written."""
     proofs = _check_arguments(model, proofs, alpha, max_pixels)
+    alpha, max_pixels = float(alpha), None if max_pixels is None else int(max_pixels)
     target = _check_out_dir(out_dir)
     calls, not_expressible = _record_calls(model, example_input)
     new = tempfile.mkdtemp(prefix="." + os.path.basename(target) + ".attnconv-new-", dir=os.path.dirname(target))
@@ -147,9 +149,10 @@ def _check_arguments(model, proofs, alpha, max_pixels):
         raise ValueError(f"unknown proofs {unknown}: export_conv_layers knows {list(PROOFS)}")
     if not proofs or len(set(proofs)) != len(proofs):
         raise ValueError(f"proofs must name each proof once and at least one, got {list(proofs)}")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha <= 0:
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha) or alpha <= 0:
         raise ValueError(f"alpha must be a finite number > 0 (Theorem 1's attention sharpness), got {alpha!r}")
-    if max_pixels is not None and (isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels < 1):
+    if max_pixels is not None and (isinstance(max_pixels, bool) or not isinstance(max_pixels, numbers.Integral)
+                                   or max_pixels < 1):
         raise ValueError(f"max_pixels must be a positive int or None, got {max_pixels!r}")
     return tuple(proofs)
 
@@ -312,7 +315,7 @@ def _record_calls(model, example_input):
         or isinstance(m, nn.modules.instancenorm._InstanceNorm) and m.track_running_stats)]
     buffers = [(name, b, b.detach().clone()) for name, b in model.named_buffers()]
     try:
-        with torch.no_grad():
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):  # dropout's draws leave the caller's RNG as it was
             model(*example_input) if isinstance(example_input, tuple) else model(example_input)
     finally:
         for module, forward in wrapped:

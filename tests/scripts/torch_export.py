@@ -21,6 +21,7 @@ import time
 import warnings
 
 import jsonschema
+import numpy
 import torch
 from torch import nn
 
@@ -306,9 +307,17 @@ summary, _ = run_export(nn.Sequential(StdConv(2, 2, 3)), xs, os.path.join(work, 
 check(summary["layers"] == [] and "overrides _conv_forward" in reasons(summary).get("0", ""),
       f"a weight-standardised conv: {summary['not_expressible']}")
 
-normed = nn.Sequential(torch.nn.utils.parametrizations.spectral_norm(nn.Conv2d(2, 2, 3)), nn.BatchNorm2d(2))
+nan_weight = nn.Sequential(nn.Conv2d(2, 2, 3))
+nan_weight[0].weight.data[0, 0, 0, 0] = float("nan")
+summary, _ = run_export(nan_weight, xs, os.path.join(work, "non-finite-weight"))
+check(reasons(summary) == {"0": "non-finite weight/bias"}, f"a NaN weight: {summary['not_expressible']}")
+
+normed = nn.Sequential(torch.nn.utils.parametrizations.spectral_norm(nn.Conv2d(2, 2, 3)), nn.BatchNorm2d(2),
+                       nn.Dropout(0.5))
 state = {k: v.clone() for k, v in normed.state_dict().items()}
+random_state = torch.get_rng_state()
 summary, caught = run_export(normed.train(), xs, os.path.join(work, "spectral-norm"))
+check(torch.equal(random_state, torch.get_rng_state()), "a training-mode export (dropout) changed torch's random state")
 check("recomputed on every access in training mode" in reasons(summary).get("0", ""),
       f"a spectral-normed conv in training mode: {summary['not_expressible']}")
 check(any("the model is in training mode" in w and "1.running_mean" in w for w in caught),
@@ -343,7 +352,9 @@ check(all(len(os.path.basename(f)) <= 100 for f in exported.values())
 check(any(n.startswith("convs.yyyy") and len(n) <= 1000 for n in exported), "a 1100-character name is not clipped")
 check_run(names, 10, 1e-12)
 
-for value in (float("nan"), float("inf"), 0.0, -1.0, True, "60"):
+summary, _ = run_export(small, xs, os.path.join(work, "numpy-alpha"), alpha=numpy.float32(8), max_pixels=numpy.int64(36))
+check(summary["cases"] == 4, f"numpy alpha and max_pixels: {summary}")
+for value in (float("nan"), float("inf"), 0.0, -1.0, True, "60", numpy.float64("nan")):
     target = os.path.join(work, "bad-alpha")
     refused(lambda: attnconv_torch.export_conv_layers(small, xs, target, alpha=value), ValueError, "alpha must be")
     check(not os.path.exists(target), f"alpha={value!r}: a refused export wrote {target}")
