@@ -281,7 +281,11 @@ def _record_calls(model, example_input):
 
         def forward(*args, **kwargs):
             output = original(*args, **kwargs)
-            record(module_name, module, args[0] if args else kwargs.get(keyword), output)
+            try:
+                record(module_name, module, args[0] if args else kwargs.get(keyword), output)
+            except Exception as error:  # noqa: BLE001 - the model's pass goes on; the layer is listed, with why
+                unexpressible(module_name, module, f"the exporter could not compare it with its parameters "
+                                                   f"({type(error).__name__}: {str(error)[:200]})")
             return output
         wrapped.append((module, module.__dict__.get("forward")))
         module.__dict__["forward"] = forward
