@@ -21,6 +21,7 @@ import time
 import warnings
 
 import jsonschema
+import numpy
 import torch
 from torch import nn
 
@@ -180,6 +181,197 @@ if len(blocks) == 2:
     report = os.path.join(readme_dir, "my_net", "report", "report.json")
     if os.path.exists(report):
         check(load(report)["summary"]["passed"] == 4, f"docs/check_your_network.md example: {load(report)['summary']}")
+
+
+# Issue 24 D: what the exporter cannot export is listed or refused, never silent, and never half-written.
+def tree(folder):
+    """{relative path: bytes} of every file under folder."""
+    files = {}
+    for root, _, names in os.walk(folder):
+        for n in names:
+            with open(os.path.join(root, n), "rb") as f:
+                files[os.path.relpath(os.path.join(root, n), folder)] = f.read()
+    return files
+
+
+def refused(call, error_type, text):
+    """call() raises error_type with text in its message."""
+    try:
+        call()
+    except error_type as error:
+        check(text in str(error), f"{error_type.__name__} without {text!r}: {error}")
+        return
+    except Exception as error:  # noqa: BLE001 - any other type is the failure reported
+        check(False, f"expected {error_type.__name__} with {text!r}, got {type(error).__name__}: {error}")
+        return
+    check(False, f"expected {error_type.__name__} with {text!r}, nothing raised")
+
+
+def reasons(summary):
+    return {e["name"]: e["reason"] for e in summary["not_expressible"]}
+
+
+small = nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), nn.ReLU(), nn.Conv2d(2, 2, 3))
+xs = torch.randn(1, 2, 6, 6)
+
+# 14. TorchScript: a scripted or traced model is refused; a scripted submodule's convolutions are listed.
+for label, scripted_model in (("torch.jit.script", torch.jit.script(small)), ("torch.jit.trace", torch.jit.trace(small, xs))):
+    target = os.path.join(work, "scripted-" + label)
+    refused(lambda: attnconv_torch.export_conv_layers(scripted_model, xs, target), ValueError, "TorchScript module")
+    check(not os.path.exists(target), f"{label}: a refused export wrote {target}")
+
+
+class WithScripted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.eager = nn.Conv2d(2, 2, 3, padding=1)
+        self.block = torch.jit.script(nn.Sequential(nn.Conv2d(2, 2, 1), nn.ReLU()))
+        self.traced = torch.jit.trace(nn.Conv2d(2, 2, 3, padding=1), xs)
+
+    def forward(self, x):
+        return self.traced(self.block(self.eager(x)))
+
+
+summary, caught = run_export(WithScripted(), xs, os.path.join(work, "with-scripted"))
+check([l["name"] for l in summary["layers"]] == ["eager"], f"with scripted submodules: layers {summary['layers']}")
+check(set(reasons(summary)) == {"block.0", "traced"} and all("TorchScript" in r for r in reasons(summary).values()),
+      f"scripted submodules: not_expressible {summary['not_expressible']}")
+check(any("block.0 (Conv2d (TorchScript" in w and "is not exported" in w for w in caught),
+      f"no warning for the scripted block.0: {caught}")
+
+# 15. An interrupted re-export leaves the previous export as it was; a finished one replaces it whole.
+two = nn.ModuleDict({"a": nn.Conv2d(2, 2, 3), "b": nn.Conv2d(2, 2, 1)})
+two.forward = lambda x: two["a"](x) + two["b"](x)[..., 1:-1, 1:-1]
+other = nn.ModuleDict({"a": nn.Conv2d(2, 2, 3, padding=1), "c": nn.Conv2d(2, 2, 1)})
+other.forward = lambda x: other["a"](x) + other["c"](x)
+again = os.path.join(work, "re-export")
+run_export(two, xs, again)
+os.makedirs(os.path.join(again, "report"))
+with open(os.path.join(again, "report", "mine.txt"), "w") as f:
+    f.write("a file of the user's")
+before = tree(again)
+save_npz = attnconv_torch._save_npz
+saved = []
+
+
+def interrupted_save(path, tensors):
+    if saved:
+        raise KeyboardInterrupt
+    saved.append(path)
+    save_npz(path, tensors)
+
+
+attnconv_torch._save_npz = interrupted_save
+refused(lambda: attnconv_torch.export_conv_layers(other, xs, again), KeyboardInterrupt, "")
+attnconv_torch._save_npz = save_npz
+check(tree(again) == before, "an interrupted re-export changed the previous export")
+check(not [n for n in os.listdir(work) if ".attnconv-" in n], f"an interrupted export left {os.listdir(work)}")
+killer = ("import os, signal, sys, torch\nsys.path.insert(0, sys.argv[1])\nimport attnconv_torch\n"
+          "torch.set_default_dtype(torch.float64)\nsave, calls = attnconv_torch._save_npz, []\n"
+          "def killed(path, tensors):\n    calls.append(path)\n    save(path, tensors)\n"
+          "    if len(calls) == 2: os.kill(os.getpid(), signal.SIGKILL)\n"
+          "attnconv_torch._save_npz = killed\n"
+          "m = torch.nn.Sequential(torch.nn.Conv2d(2, 2, 3), torch.nn.Conv2d(2, 2, 1), torch.nn.Conv2d(2, 2, 1))\n"
+          "attnconv_torch.export_conv_layers(m, torch.randn(1, 2, 6, 6), sys.argv[2])\n")
+killed = subprocess.run(["/usr/bin/python3", "-c", killer, os.path.join(source, "python"), again],
+                        capture_output=True, text=True)
+check(killed.returncode == -9, f"the killed export: exit code {killed.returncode}: {killed.stderr[-500:]}")
+check(tree(again) == before, "an export killed half-way changed the previous export")
+summary, _ = run_export(other, xs, again)
+after = tree(again)
+check(sorted(p for p in after if p.startswith("layers")) == ["layers/a.npz", "layers/c.npz"],
+      f"the re-export's layers: {sorted(after)}")
+check(after.get("report/mine.txt") == b"a file of the user's", "a re-export lost the entries it does not write")
+check_run(again, 4, 1e-12)
+not_an_export = os.path.join(work, "not-an-export")
+os.makedirs(not_an_export)
+with open(os.path.join(not_an_export, "thesis.tex"), "w") as f:
+    f.write("mine")
+refused(lambda: attnconv_torch.export_conv_layers(small, xs, not_an_export), ValueError, "holds no export.json")
+check(tree(not_an_export) == {"thesis.tex": b"mine"}, "a refused export changed a folder that is not an export")
+
+# 16. Complex layers are listed, not exported as their real part.
+complex_conv = nn.Sequential(nn.Conv2d(2, 2, 3, dtype=torch.complex128))
+summary, caught = run_export(complex_conv, torch.randn(1, 2, 6, 6, dtype=torch.complex128), os.path.join(work, "complex"))
+check(summary["layers"] == [] and "complex weights or activations" in reasons(summary).get("0", ""),
+      f"a complex layer: {summary}")
+check(any("0 (Conv2d) is not exported: complex" in w for w in caught), f"no warning for a complex layer: {caught}")
+
+
+# 17. The right reason, never a raw error.
+class StdConv(nn.Conv2d):
+    """Weight standardisation (timm's StdConv2d): it convolves with a standardised copy of its weight."""
+    def _conv_forward(self, x, weight, bias):
+        flat = weight.flatten(1)
+        standard = (flat - flat.mean(1, keepdim=True)) / (flat.std(1, keepdim=True) + 1e-5)
+        return super()._conv_forward(x, standard.view_as(weight), bias)
+
+
+for label, value in (("NaN", float("nan")), ("inf", float("inf"))):
+    bad = xs.clone()
+    bad[0, 0, 2, 2] = value
+    summary, _ = run_export(nn.Sequential(nn.Conv2d(2, 2, 3)), bad, os.path.join(work, "non-finite"))
+    check(summary["layers"] == [] and reasons(summary) == {"0": "non-finite input/output"},
+          f"a {label} activation: {summary['not_expressible']}")
+summary, _ = run_export(nn.Sequential(StdConv(2, 2, 3)), xs, os.path.join(work, "std-conv"))
+check(summary["layers"] == [] and "overrides _conv_forward" in reasons(summary).get("0", ""),
+      f"a weight-standardised conv: {summary['not_expressible']}")
+
+nan_weight = nn.Sequential(nn.Conv2d(2, 2, 3))
+nan_weight[0].weight.data[0, 0, 0, 0] = float("nan")
+summary, _ = run_export(nan_weight, xs, os.path.join(work, "non-finite-weight"))
+check(reasons(summary) == {"0": "non-finite weight/bias"}, f"a NaN weight: {summary['not_expressible']}")
+
+normed = nn.Sequential(torch.nn.utils.parametrizations.spectral_norm(nn.Conv2d(2, 2, 3)), nn.BatchNorm2d(2),
+                       nn.Dropout(0.5))
+state = {k: v.clone() for k, v in normed.state_dict().items()}
+random_state = torch.get_rng_state()
+summary, caught = run_export(normed.train(), xs, os.path.join(work, "spectral-norm"))
+check(torch.equal(random_state, torch.get_rng_state()), "a training-mode export (dropout) changed torch's random state")
+check("recomputed on every access in training mode" in reasons(summary).get("0", ""),
+      f"a spectral-normed conv in training mode: {summary['not_expressible']}")
+check(any("the model is in training mode" in w and "1.running_mean" in w for w in caught),
+      f"no warning for a training-mode export: {caught}")
+check(all(torch.equal(v, normed.state_dict()[k]) for k, v in state.items()),
+      "a training-mode export changed the model's buffers (running statistics, u, v)")
+summary, caught = run_export(normed.eval(), xs, os.path.join(work, "spectral-norm-eval"))
+check([l["name"] for l in summary["layers"]] == ["0"] and not any("training mode" in w for w in caught),
+      f"a spectral-normed conv in eval mode: {summary}, {caught}")
+
+
+class Named(nn.Module):
+    """Keyword calls and module names no file system takes as file names."""
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleDict({"x" * 260: nn.Conv2d(2, 2, 3, padding=1), "y" * 1100: nn.Conv1d(2, 2, 3),
+                                    "ü ∕ name": nn.Conv2d(2, 2, 1), "Aa": nn.Conv2d(2, 2, 1), "aA": nn.Conv2d(2, 2, 1)})
+
+    def forward(self, x):
+        y = self.convs["x" * 260](input=x)
+        y = y + self.convs["ü ∕ name"](y) + self.convs["Aa"](y) + self.convs["aA"](input=y)
+        return y.sum() + self.convs["y" * 1100](input=y.mean(2)).sum()
+
+
+names = os.path.join(work, "names")
+summary, _ = run_export(Named(), xs, names)
+exported = {l["name"]: l["file"] for l in summary["layers"]}
+check(len(exported) == 5 and summary["not_expressible"] == [], f"keyword calls and odd names: {summary}")
+check("convs." + "x" * 260 in exported and "convs.ü ∕ name" in exported, f"case names are not the module names: {exported}")
+check(all(len(os.path.basename(f)) <= 100 for f in exported.values())
+      and len({f.lower() for f in exported.values()}) == 5, f"layer file names: {list(exported.values())}")
+check(any(n.startswith("convs.yyyy") and len(n) <= 1000 for n in exported), "a 1100-character name is not clipped")
+check_run(names, 10, 1e-12)
+
+summary, _ = run_export(small, xs, os.path.join(work, "numpy-alpha"), alpha=numpy.float32(8), max_pixels=numpy.int64(36))
+check(summary["cases"] == 4, f"numpy alpha and max_pixels: {summary}")
+for value in (float("nan"), float("inf"), 0.0, -1.0, True, "60", numpy.float64("nan")):
+    target = os.path.join(work, "bad-alpha")
+    refused(lambda: attnconv_torch.export_conv_layers(small, xs, target, alpha=value), ValueError, "alpha must be")
+    check(not os.path.exists(target), f"alpha={value!r}: a refused export wrote {target}")
+refused(lambda: attnconv_torch.export_conv_layers(small, xs, os.path.join(work, "p"), proofs=attnconv_torch.THEOREM1),
+        ValueError, "proofs must be a list")
+refused(lambda: attnconv_torch.export_conv_layers(small, xs, os.path.join(work, "p"), max_pixels=True),
+        ValueError, "max_pixels must be")
 
 
 def mobilenet_check():
