@@ -76,8 +76,18 @@ void check(GpsaParams& p, const Case&, const Request&) {
   } catch (const std::invalid_argument& e) {
     throw ParamError("heads", e.what());
   }
-  if (p.window[0] > p.image[0] || p.window[1] > p.image[1])
-    throw ParamError("window", "the nearest convolution's window must fit the image");
+  // The window sits on the offsets around the centre patch (H // 2, W // 2):
+  // rows -c1 ... K1 - 1 - c1, c = (K - 1) // 2, must lie in the grid, so an
+  // even side must be smaller than the image's.
+  for (int axis = 0; axis < 2; ++axis) {
+    const int side = p.image[axis], k = p.window[axis], origin = side / 2, c = (k - 1) / 2;
+    if (origin - c < 0 || origin + k - 1 - c > side - 1)
+      throw ParamError("window", "the " + std::to_string(p.window[0]) + "x" + std::to_string(p.window[1]) +
+                                     " window around the centre patch (" + std::to_string(p.image[0] / 2) + ", " +
+                                     std::to_string(p.image[1] / 2) + ") does not fit the " +
+                                     std::to_string(p.image[0]) + "x" + std::to_string(p.image[1]) +
+                                     " image: a side may be at most the image's, and an even side must be smaller");
+  }
 }
 
 TensorShapes expected_tensors(const GpsaParams& p) {
@@ -231,12 +241,15 @@ const bool registered = register_proof(make_proof<P>({
         "Gated positional self-attention with ConViT's local init (v_pos^h = locality_strength (2 Delta_h, "
         "-1), values I) tends, as sigma(lambda_h) -> 1 and the locality strength grows, to a convolution (Theorem 1's "
         "construction); at ConViT's default init (locality strength 1, lambda = 1) it is measurably not one.",
-    .params = {field(&P::image, {.name = "image", .help = "[H, W] patches"}),
+    .params = {field(&P::image, {.name = "image", .help = "[H, W] patches", .minimum = 1, .maximum = 4096}),
                field(&P::heads, size_param("heads", "N_h, a square K^2 (ConViT: 4, 9, 16)", 256)),
                field(&P::head_dim, size_param("head_dim", "d = D / N_h (ConViT: 48)", 256)),
                field(&P::window, {.name = "window",
-                                  .help = "the nearest convolution's kernel [K1, K2]",
-                                  .default_value = std::array<int, 2>{3, 3}}),
+                                  .help = "the nearest convolution's kernel [K1, K2], around the centre patch "
+                                          "(H // 2, W // 2): a side at most the image's, an even one smaller",
+                                  .default_value = std::array<int, 2>{3, 3},
+                                  .minimum = 1,
+                                  .maximum = 4096}),
                field(&P::locality_strength, {.name = "locality_strength",
                                              .help = "ConViT's locality strength (default 1)",
                                              .default_value = 1.0,

@@ -97,3 +97,38 @@ TEST_CASE("B6: a centre beyond twice the image side is refused; one at its edge 
   CHECK(metrics["center_distance"][1] == 0.0);
 }
 
+TEST_CASE("C10: convit_gpsa refuses a window that cannot sit on the image, naming params.window", "[trust_verdicts]") {
+  const ScratchDir dir("trust_gpsa_window");
+  const auto gpsa = [](const json& image, const json& window) {
+    return json{{"name", "g"},
+                {"proof", "dascoli2021.convit_gpsa"},
+                {"expect", "fail"},
+                {"params", {{"image", image}, {"heads", 4}, {"head_dim", 2}, {"window", window}}}};
+  };
+  for (const auto& [image, window] : std::vector<std::pair<json, json>>{{{8, 8}, {8, 8}},
+                                                                        {{8, 8}, {-3, 3}},
+                                                                        {{8, 8}, {0, 3}},
+                                                                        {{8, 8}, {9, 3}},
+                                                                        {{7, 6}, {3, 6}},
+                                                                        {{2, 2}, {3, 3}}}) {
+    const Ran ran = run_cases(dir, {gpsa(image, window)});
+    INFO(image << " " << window << ": " << ran.result.output);
+    CHECK(ran.result.code == 2);
+    CHECK(contains(ran.result.output, "bad.json: case 'g': key 'params.window'"));
+    CHECK_FALSE(contains(ran.result.output, "window_kernel"));
+    CHECK_FALSE(contains(ran.result.output, "std::"));
+    CHECK(ran.report.is_null());
+  }
+  for (const json& image : {json{0, 8}, json{-8, 8}}) {
+    const Ran ran = run_cases(dir, {gpsa(image, {1, 1})});
+    INFO(image << ": " << ran.result.output);
+    CHECK(ran.result.code == 2);
+    CHECK(contains(ran.result.output, "key 'params.image'"));
+  }
+  // An odd window as large as the image, and an even one smaller, run.
+  const Ran fits = run_cases(dir, {gpsa({7, 8}, {7, 6})});
+  INFO(fits.result.output);
+  CHECK(fits.result.code != 2);
+  REQUIRE(fits.report.is_object());
+  CHECK(fits.report["cases"][0]["verdict"] != "error");
+}
