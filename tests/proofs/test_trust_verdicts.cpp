@@ -97,6 +97,37 @@ TEST_CASE("B6: a centre beyond twice the image side is refused; one at its edge 
   CHECK(metrics["center_distance"][1] == 0.0);
 }
 
+TEST_CASE("B9: absolute_encoding's converse with too few heads or a small head_dim fails as predicted",
+          "[trust_verdicts]") {
+  const ScratchDir dir("trust_absolute_converse");
+  const auto absolute = [](const std::string& name, int heads, int head_dim, const std::string& expect) {
+    return json{{"name", name},
+                {"proof", "cordonnier2020.absolute_encoding"},
+                {"expect", expect},
+                {"params",
+                 {{"image", {6, 6}}, {"kernel", 3}, {"in_channels", 3}, {"out_channels", 4}, {"heads", heads},
+                  {"head_dim", head_dim}, {"padding", 1}, {"seed", 5}}}};
+  };
+  // Without "expect": "fail" the refusal recommends it...
+  const Ran refused = run_cases(dir, {absolute("few", 4, 4, "hold")});
+  CHECK(refused.result.code == 2);
+  CHECK(contains(refused.result.output, "key 'params.heads'"));
+  CHECK(contains(refused.result.output, "set \"expect\": \"fail\""));
+  // ... and with it the converse is confirmed.
+  const Ran ran = run_cases(dir, {absolute("few-heads", 4, 4, "fail"), absolute("small-head-dim", 9, 2, "fail")});
+  INFO(ran.result.output);
+  CHECK(ran.result.code == 0);
+  REQUIRE(ran.report.is_object());
+  for (const json& c : ran.report["cases"]) {
+    INFO(c["name"] << ": " << c["message"]);
+    CHECK(c["verdict"] == "fails as predicted");
+    CHECK(c["metrics"]["weight_distance"].get<double>() >= c["metrics"]["failure_floor"].get<double>());
+    CHECK_FALSE(contains(c["message"].get<std::string>(), "predicts no failure"));
+  }
+  CHECK(ran.report["cases"][0]["metrics"]["failure_floor"] == 0.0);
+  CHECK(ran.report["cases"][1]["metrics"]["eckart_young"].get<double>() > 0);
+}
+
 TEST_CASE("C10: convit_gpsa refuses a window that cannot sit on the image, naming params.window", "[trust_verdicts]") {
   const ScratchDir dir("trust_gpsa_window");
   const auto gpsa = [](const json& image, const json& window) {
