@@ -22,6 +22,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -195,6 +196,8 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
         "P_q M X_k^T in the scores (up to " + std::to_string(cross) + ") and the positions in the values, so the "
         "output leaves the construction's finite-alpha bound"};
   }
+  vacuous_if_zero(out, "the input", x, "the bias");
+  vacuous_if_zero(out, "conv_weight (the convolution, and so the layer's values)", w, "the bias");
   out.tensors = conv_tensors<T>(x, relative.expected, actual, w, b);
   out.tensors.push_back({"relative", xt::xarray<T>(relative.actual)});
   return out;

@@ -28,6 +28,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -340,6 +341,9 @@ template <class T> Outcome verify(const Case& c, const NearestParams& p) {
   out.set(metric::engine, to_string(ran));
   if (content_share) out.set(metric::content_share, *content_share);
   out.message = verdict_message(taps, coverage, a.kernel, interior, border, content_share);
+  vacuous_if_zero(out, "the input", a.x, "b_out");
+  vacuous_if_zero(out, "W_val (the layer's values)", a.layer.w_val, "b_out");
+  vacuous_if_zero(out, "W_out", a.layer.w_out, "b_out");
   out.tensors = conv_tensors<T>(a.x, expected, actual, w_conv, std::optional<Vector<T>>(a.layer.b_out));
   out.tensors.push_back({"attention", xt::xarray<T>(a.attention)});
   return out;

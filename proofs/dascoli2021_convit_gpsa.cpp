@@ -27,6 +27,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 
 namespace attnconv {
 namespace metric {
@@ -223,6 +224,8 @@ template <class T> Outcome verify(const Case& c, const GpsaParams& p, const Requ
   out.set(metric::gating_min, gate_min);
   out.set(metric::sigma_min, gate_min.is_null() ? json(nullptr) : json(1 / (1 + std::exp(-gate_min.get<double>()))));
   out.default_tolerance = tolerance({{metric::max_abs, roundoff}});
+  vacuous_if_zero(out, "the input", x, "b_proj");
+  vacuous_if_zero(out, "W_proj", layer.w_proj, "b_proj");
   if (request.expect == Expect::fail)
     out.predicted_failure = PredictedFailure{
         metric::max_abs.name, roundoff, 0.0,
@@ -262,9 +265,11 @@ const bool registered = register_proof(make_proof<P>({
                    &P::weight_scale,
                    {.name = "weight_scale",
                     .help = "drawn W_qry, W_key, W_proj, b_proj are uniform in [-1, 1) times this (default: std 0.02, "
-                            "ConViT's truncated-normal std; its b_proj is 0)",
+                            "ConViT's truncated-normal std; its b_proj is 0); > 0: at 0 W_proj is 0 and both sides "
+                            "are b_proj",
                     .default_value = 0.034641016151377546,
-                    .minimum = 0.0}),
+                    .minimum = 0.0,
+                    .exclusive_minimum = true}),
                field(&P::reach_tolerance, {.name = "reach_tolerance",
                                            .help = "max_abs for locality_strength_min and gating_min",
                                            .default_value = 1e-6,

@@ -97,6 +97,51 @@ TEST_CASE("B6: a centre beyond twice the image side is refused; one at its edge 
   CHECK(metrics["center_distance"][1] == 0.0);
 }
 
+TEST_CASE("B7: a layer whose loaded values or input are all zero is never 'holds': nothing is checked",
+          "[trust_verdicts]") {
+  const ScratchDir dir("trust_vacuous");
+  write_npy(dir.path / "w_val.npy", "<f8", {2, 3, 4}, doubles(std::vector<double>(24, 0.0)));
+  write_npy(dir.path / "x.npy", "<f8", {2, 6, 6}, doubles(std::vector<double>(72, 0.0)));
+  write_npy(dir.path / "w.npy", "<f8", {3, 2, 3, 3}, doubles(std::vector<double>(54, 0.0)));
+  json theorem1 = small_theorem1_case();
+  theorem1["name"] = "t1-zero-weight";
+  theorem1["weights"] = {{"conv_weight", "w.npy"}};
+  theorem1["weights_partial"] = true;
+  json theorem1_input = small_theorem1_case();
+  theorem1_input["name"] = "t1-zero-input";
+  theorem1_input["weights"] = {{"input", "x.npy"}};
+  const Ran ran = run_cases(dir, {nearest("nc-zero-values", {{"w_val", "w_val.npy"}}), theorem1, theorem1_input});
+  INFO(ran.result.output);
+  CHECK(ran.result.code == 1);
+  REQUIRE(ran.report.is_object());
+  const json& cases = ran.report["cases"];
+  REQUIRE(cases.size() == 3);
+  for (const json& c : cases) {
+    INFO(c["name"] << ": " << c["message"]);
+    CHECK(c["verdict"] == "error");
+    CHECK(c["status"] == "error");
+    CHECK(contains(c["message"].get<std::string>(), "nothing is checked"));
+    CHECK(c["metrics"].contains("max_abs"));  // the metrics are still reported
+  }
+  CHECK(contains(cases[0]["message"].get<std::string>(),
+                 "error: W_val (the layer's values) is all zero: both sides are b_out; nothing is checked"));
+  CHECK(contains(cases[1]["message"].get<std::string>(), "conv_weight (the convolution, and so the layer's values) is "
+                                                         "all zero: both sides are the bias"));
+  CHECK(contains(cases[2]["message"].get<std::string>(), "error: the input is all zero: both sides are the bias"));
+}
+
+TEST_CASE("B7: convit_gpsa refuses weight_scale 0 (W_proj would be 0: both sides b_proj)", "[trust_verdicts]") {
+  const ScratchDir dir("trust_gpsa_scale");
+  const Ran ran = run_cases(dir, {{{"name", "g"},
+                                   {"proof", "dascoli2021.convit_gpsa"},
+                                   {"expect", "fail"},
+                                   {"params", {{"image", {8, 8}}, {"heads", 4}, {"head_dim", 4}, {"weight_scale", 0}}}}});
+  INFO(ran.result.output);
+  CHECK(ran.result.code == 2);
+  CHECK(contains(ran.result.output, "bad.json: case 'g': key 'params.weight_scale'"));
+  CHECK(ran.report.is_null());
+}
+
 TEST_CASE("B9: absolute_encoding's converse with too few heads or a small head_dim fails as predicted",
           "[trust_verdicts]") {
   const ScratchDir dir("trust_absolute_converse");
