@@ -23,8 +23,10 @@ struct Ran {
   CliResult result;
   json report;
 };
-Ran run_cases(const ScratchDir& dir, const json& cases) {
-  write_text(dir.path / "bad.json", json{{"cases", cases}}.dump(2));
+Ran run_cases(const ScratchDir& dir, const std::vector<json>& cases) {
+  json file = json::object();
+  file["cases"] = json(cases);
+  write_text(dir.path / "bad.json", file.dump(2));
   const fs::path out = dir.path / "out";
   fs::remove_all(out);
   Ran ran{run_cli("run " + quoted(dir.path / "bad.json") + " --out " + quoted(out) + " --quiet"), json()};
@@ -132,10 +134,9 @@ TEST_CASE("B7: a layer whose loaded values or input are all zero is never 'holds
 
 TEST_CASE("B7: convit_gpsa refuses weight_scale 0 (W_proj would be 0: both sides b_proj)", "[trust_verdicts]") {
   const ScratchDir dir("trust_gpsa_scale");
-  const Ran ran = run_cases(dir, {{{"name", "g"},
-                                   {"proof", "dascoli2021.convit_gpsa"},
-                                   {"expect", "fail"},
-                                   {"params", {{"image", {8, 8}}, {"heads", 4}, {"head_dim", 4}, {"weight_scale", 0}}}}});
+  json gpsa = {{"name", "g"}, {"proof", "dascoli2021.convit_gpsa"}, {"expect", "fail"}};
+  gpsa["params"] = {{"image", {8, 8}}, {"heads", 4}, {"head_dim", 4}, {"weight_scale", 0}};
+  const Ran ran = run_cases(dir, {gpsa});
   INFO(ran.result.output);
   CHECK(ran.result.code == 2);
   CHECK(contains(ran.result.output, "bad.json: case 'g': key 'params.weight_scale'"));
