@@ -6,6 +6,7 @@
 #include "metrics/compare.hpp"
 #include "proof/conv_case.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 
 namespace attnconv {
 namespace metric {
@@ -38,6 +39,8 @@ template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
   out.set(metric::output_shape, {expected.shape(0), expected.shape(1), expected.shape(2)});
   if (conv.geometry.padding_mode != PaddingMode::zeros)
     out.message = to_string(conv.geometry.padding_mode) + " padding: the input is padded first, then decomposed";
+  vacuous_if_zero(out, "the input", conv.input, "the bias");
+  vacuous_if_zero(out, "conv_weight", conv.weight, "the bias");
   out.tensors = conv_case_dump(conv);
   out.tensors.push_back({"expected", xt::xarray<T>(expected)});
   out.tensors.push_back({"actual", xt::xarray<T>(actual)});

@@ -11,6 +11,7 @@
 // channels leave the content cross terms in the scores, and the layer is no
 // longer the convolution.
 #include <cmath>
+#include <limits>
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xview.hpp>
 
@@ -21,6 +22,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -145,6 +147,33 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
   // convolution and alpha has no such term: it must be at round-off too.
   out.roundoff_tolerance =
       tolerance({{metric::max_abs, roundoff}, {metric::relative_max_abs, relative.bound.roundoff(alpha)}});
+  // The converse of Theorem 1's hypotheses (too few heads, head_dim < min(D_in,
+  // D_out)), measured as Theorem 1 measures it: the absolute layer's values are
+  // the relative construction's, so the kernel it expresses as alpha -> infinity
+  // is off the convolution's by weight_distance >= the Eckart-Young tail (any
+  // positive distance for positions without a head).
+  const Kernel<T>& w_dense = relative.dense_weight;
+  const int positions = kernel[0] * kernel[1];
+  const int needed = needed_head_dim(int(p.shape.in_channels), int(p.shape.out_channels));
+  out.set(metric::weight_distance, weight_distance(relative.layer, w_dense, p.options.heads));
+  if (p.options.heads < positions || p.options.head_dim < needed) {
+    const double tail = p.options.head_dim < needed ? eckart_young_tail(w_dense, p.options.head_dim) : 0.0;
+    const double w_norm = std::sqrt(double(xt::sum(xt::square(xt::cast<double>(w_dense)))()));
+    out.set(metric::failure_floor, tail);
+    if (p.options.head_dim < needed) out.set(metric::eckart_young, tail);
+    out.set(metric::bound_note, "the bound is on the distance to the alpha -> infinity limit of the construction, "
+                                "which is not the convolution here");
+    out.predicted_failure = PredictedFailure{
+        metric::weight_distance.name, tail, double(w_dense.size()) * std::numeric_limits<double>::epsilon() * w_norm,
+        p.options.head_dim < needed ? "the Eckart-Young distance of rank-" + std::to_string(p.options.head_dim) + " heads"
+                                    : "kernel positions without a head"};
+    out.message = p.options.heads < positions
+                      ? "only " + std::to_string(p.options.heads) + " heads for " + std::to_string(positions) +
+                            " kernel positions: the positions without a head are missing from the output"
+                      : "head_dim " + std::to_string(p.options.head_dim) + " < min(in_channels, out_channels) " +
+                            std::to_string(needed) + ": each kernel slice is only approximated at rank " +
+                            std::to_string(p.options.head_dim);
+  }
   if (p.positions == PositionChannels::added) {
     const Matrix<T> positions_only = with_positions(Matrix<T>(xt::zeros<T>(tokens.shape())), hp, wp, p.positions);
     const double cross = cross_terms(layer, tokens, positions_only);
@@ -167,6 +196,8 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
         "P_q M X_k^T in the scores (up to " + std::to_string(cross) + ") and the positions in the values, so the "
         "output leaves the construction's finite-alpha bound"};
   }
+  vacuous_if_zero(out, "the input", x, "the bias");
+  vacuous_if_zero(out, "conv_weight (the convolution, and so the layer's values)", w, "the bias");
   out.tensors = conv_tensors<T>(x, relative.expected, actual, w, b);
   out.tensors.push_back({"relative", xt::xarray<T>(relative.actual)});
   return out;
@@ -207,7 +238,8 @@ const bool registered = register_proof(make_proof<AbsoluteParams>({
              "round-off) plus the round-off of the absolute scores"),
          metric::attention_leak.described("eps(alpha) = 4 s (1 + s), s = sum_{n>=1} exp(-alpha n^2)"),
          metric::roundoff_allowance, metric::score_scale, metric::relative_max_abs, metric::relative_roundoff_allowance,
-         metric::absolute_minus_relative, metric::cross_terms, metric::scores_only_max_abs,
+         metric::absolute_minus_relative, metric::cross_terms, metric::scores_only_max_abs, metric::weight_distance,
+         metric::failure_floor, metric::eckart_young,
          metric::bound_note.described("\"added\": what the bound is about")}),
     .dumps = conv_dumps("the convolution, (C_out, H_out, W_out)", "the absolute-encoding MHSA",
                          {{"relative", "Theorem 1's relative construction on the same convolution"}}),

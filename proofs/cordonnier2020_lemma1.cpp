@@ -15,6 +15,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 
 namespace attnconv {
 namespace {
@@ -86,6 +87,9 @@ template <class T> Outcome verify(const Case& c, const Lemma1Params& p) {
 
   Outcome out;
   set_distance(out, compare(projected, summed));
+  vacuous_if_zero(out, "the input", x, "b_out");
+  vacuous_if_zero(out, "W_val (the layer's values)", w_val, "b_out");
+  vacuous_if_zero(out, "W_out", w_out, "b_out");
   out.tensors = {{"input", xt::xarray<T>(x)},
                  {"expected", xt::xarray<T>(summed)},
                  {"actual", xt::xarray<T>(projected)},

@@ -28,6 +28,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -87,31 +88,58 @@ std::string where(const Case& c, const std::string& key) {
 
 // The loaded precisions or alphas must make every positional score a
 // (semi-)definite quadratic: A_h symmetric positive semi-definite, alpha_h >= 0.
+// A_h is judged scaled by its largest entry, so that no product overflows
+// (an unscaled determinant of entries near 1e160 is inf - inf).
 template <class T> void check_precisions(const Case& c, std::size_t heads) {
   if (has_case_tensor(c, "precisions")) {
     const auto a = load_case_tensor<T>(c, "precisions", {heads, 2, 2});
     for (std::size_t h = 0; h < heads; ++h) {
       const double a11 = a(h, 0, 0), a12 = a(h, 0, 1), a21 = a(h, 1, 0), a22 = a(h, 1, 1);
-      const double scale = std::max({std::abs(a11), std::abs(a12), std::abs(a22), 1e-300});
-      const double tolerance = 64 * std::numeric_limits<T>::epsilon() * scale;
-      if (std::abs(a12 - a21) > tolerance)
+      const std::string entries = "([[" + short_number(a11) + ", " + short_number(a12) + "], [" + short_number(a21) +
+                                  ", " + short_number(a22) + "]])";
+      if (!std::isfinite(a11) || !std::isfinite(a12) || !std::isfinite(a21) || !std::isfinite(a22))
+        throw InputError(where(c, "precisions") + "head " + std::to_string(h) + "'s precision is not finite " + entries);
+      const double scale = std::max({std::abs(a11), std::abs(a12), std::abs(a21), std::abs(a22)});
+      if (scale == 0) continue;  // A_h = 0: a uniform positional score
+      const double b11 = a11 / scale, b12 = a12 / scale, b21 = a21 / scale, b22 = a22 / scale;  // in [-1, 1]
+      const double tolerance = 64 * std::numeric_limits<T>::epsilon();
+      if (std::abs(b12 - b21) > tolerance)
         throw InputError(where(c, "precisions") + "head " + std::to_string(h) + "'s precision is not symmetric (" +
                          short_number(a12) + " above the diagonal, " + short_number(a21) + " below)");
-      const double det = a11 * a22 - a12 * a21;
-      if (a11 < -tolerance || a22 < -tolerance || det < -tolerance * scale)
+      const double det = b11 * b22 - b12 * b21;
+      if (b11 < -tolerance || b22 < -tolerance || det < -tolerance)
         throw InputError(where(c, "precisions") + "head " + std::to_string(h) +
-                         "'s precision is not positive semi-definite ([[" + short_number(a11) + ", " +
-                         short_number(a12) + "], [" + short_number(a21) + ", " + short_number(a22) +
-                         "]]): its score would grow away from the centre");
+                         "'s precision is not positive semi-definite " + entries +
+                         ": its score would grow away from the centre");
     }
   }
   if (has_case_tensor(c, "alphas")) {
     const auto a = load_case_tensor<T>(c, "alphas", {heads});
     for (std::size_t h = 0; h < heads; ++h)
-      if (a(h) < 0)
+      if (!(a(h) >= 0) || !std::isfinite(a(h)))
         throw InputError(where(c, "alphas") + "head " + std::to_string(h) + "'s alpha is " + short_number(a(h)) +
-                         ", it must be >= 0");
+                         ", it must be finite and >= 0");
   }
+}
+
+// How far a centre may lie from the origin, per axis: twice the image side.
+// With "same" padding the layer attends over at most 2 H - 1 rows, so every
+// offset it can attend lies within it; a centre farther away points at no
+// offset at all.
+constexpr int center_reach = 2;
+
+template <class T> void check_centers(const Case& c, const NearestParams& p) {
+  if (!has_case_tensor(c, "centers")) return;  // drawn in [-1, 1)
+  const auto centers = load_case_tensor<T>(c, "centers", {p.heads, 2});
+  for (std::size_t h = 0; h < p.heads; ++h)
+    for (std::size_t axis = 0; axis < 2; ++axis) {
+      const double value = double(centers(h, axis)), reach = double(center_reach) * p.image[axis];
+      if (!(std::abs(value) <= reach))
+        throw InputError(where(c, "centers") + "head " + std::to_string(h) + "'s centre (" +
+                         short_number(double(centers(h, 0))) + ", " + short_number(double(centers(h, 1))) + ") has " +
+                         (axis == 0 ? "a row" : "a column") + " offset beyond +-" + short_number(reach) +
+                         " (twice the image side): no offset the layer attends lies there");
+    }
 }
 
 void check(NearestParams& p, const Case& c, const Request&) {
@@ -124,7 +152,10 @@ void check(NearestParams& p, const Case& c, const Request&) {
     throw InputError(where(c, "alphas") + "give either precisions (A_h) or alphas (A_h = alpha_h I), not both");
   if (p.key_dim == 0 && (has_case_tensor(c, "w_qry") || has_case_tensor(c, "w_key")))
     throw ParamError("key_dim", "is 0 (no content terms), but the case gives w_qry or w_key: set key_dim to their D_k");
-  with_dtype(p.dtype, [&](auto tag) { check_precisions<decltype(tag)>(c, p.heads); });
+  with_dtype(p.dtype, [&](auto tag) {
+    check_precisions<decltype(tag)>(c, p.heads);
+    check_centers<decltype(tag)>(c, p);
+  });
 }
 
 TensorShapes expected_tensors(const NearestParams& p) {
@@ -310,6 +341,9 @@ template <class T> Outcome verify(const Case& c, const NearestParams& p) {
   out.set(metric::engine, to_string(ran));
   if (content_share) out.set(metric::content_share, *content_share);
   out.message = verdict_message(taps, coverage, a.kernel, interior, border, content_share);
+  vacuous_if_zero(out, "the input", a.x, "b_out");
+  vacuous_if_zero(out, "W_val (the layer's values)", a.layer.w_val, "b_out");
+  vacuous_if_zero(out, "W_out", a.layer.w_out, "b_out");
   out.tensors = conv_tensors<T>(a.x, expected, actual, w_conv, std::optional<Vector<T>>(a.layer.b_out));
   out.tensors.push_back({"attention", xt::xarray<T>(a.attention)});
   return out;

@@ -14,6 +14,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 #include "border_band.hpp"
 #include "theorem1_common.hpp"
 
@@ -136,6 +137,8 @@ template <class T> Outcome verify(const Case& c, const PaddingRemarkParams& p) {
   out.message = "max_abs and rel_l2 compare the unpadded MHSA with the zero-padded \"same\" convolution over the "
                 "whole image, border band included; band_error = sum over sides of |measured - expected width| "
                 "plus exceptions";
+  vacuous_if_zero(out, "the input", x, "the bias");
+  vacuous_if_zero(out, "conv_weight (the convolution, and so the layer's values)", w, "the bias");
   out.tensors = conv_tensors<T>(x, expected, unpadded, w, b);
   out.tensors.push_back({"actual_padded", xt::xarray<T>(fixed.actual)});
   return out;

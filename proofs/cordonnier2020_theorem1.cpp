@@ -16,6 +16,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -94,6 +95,8 @@ template <class T> Outcome verify(const Case& c, const Theorem1Params& p, const 
   const Theorem1Check<T> check = check_theorem1(x, w, b, p.geometry, p.options, engine);
 
   Outcome out = construction_outcome(request, check, p.options, to_string(ran.ran));
+  vacuous_if_zero(out, "the input", x, "the bias");
+  vacuous_if_zero(out, "conv_weight (the convolution, and so the layer's values)", w, "the bias");
   out.set(metric::flops, ran.flops);
   out.set(metric::flops_skipped, ran.flops_skipped);
   out.set(metric::memory_estimate_bytes, memory_estimate(p));

@@ -9,6 +9,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -56,6 +57,8 @@ template <class T> Outcome verify(const Case& c, const Theorem1dParams& p, const
   const Theorem1Check<T> check = check_theorem1(as_image(x), w2, b, as_2d(p.geometry), p.options, engine);
 
   Outcome out = construction_outcome(request, check, p.options, to_string(Engine::dense));
+  vacuous_if_zero(out, "the input", x, "the bias");
+  vacuous_if_zero(out, "conv_weight (the convolution, and so the layer's values)", w, "the bias");
   out.set(metric::padding_resolved, {p.geometry.pad_left, p.geometry.pad_right});
   out.set(metric::output_shape, {check.expected.shape(0), check.expected.shape(2)});
   out.tensors = conv_tensors<T>(x, as_sequence(check.expected), as_sequence(check.actual), w, b);

@@ -27,6 +27,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 
 namespace attnconv {
 namespace metric {
@@ -76,8 +77,18 @@ void check(GpsaParams& p, const Case&, const Request&) {
   } catch (const std::invalid_argument& e) {
     throw ParamError("heads", e.what());
   }
-  if (p.window[0] > p.image[0] || p.window[1] > p.image[1])
-    throw ParamError("window", "the nearest convolution's window must fit the image");
+  // The window sits on the offsets around the centre patch (H // 2, W // 2):
+  // rows -c1 ... K1 - 1 - c1, c = (K - 1) // 2, must lie in the grid, so an
+  // even side must be smaller than the image's.
+  for (int axis = 0; axis < 2; ++axis) {
+    const int side = p.image[axis], k = p.window[axis], origin = side / 2, c = (k - 1) / 2;
+    if (origin - c < 0 || origin + k - 1 - c > side - 1)
+      throw ParamError("window", "the " + std::to_string(p.window[0]) + "x" + std::to_string(p.window[1]) +
+                                     " window around the centre patch (" + std::to_string(p.image[0] / 2) + ", " +
+                                     std::to_string(p.image[1] / 2) + ") does not fit the " +
+                                     std::to_string(p.image[0]) + "x" + std::to_string(p.image[1]) +
+                                     " image: a side may be at most the image's, and an even side must be smaller");
+  }
 }
 
 TensorShapes expected_tensors(const GpsaParams& p) {
@@ -213,6 +224,8 @@ template <class T> Outcome verify(const Case& c, const GpsaParams& p, const Requ
   out.set(metric::gating_min, gate_min);
   out.set(metric::sigma_min, gate_min.is_null() ? json(nullptr) : json(1 / (1 + std::exp(-gate_min.get<double>()))));
   out.default_tolerance = tolerance({{metric::max_abs, roundoff}});
+  vacuous_if_zero(out, "the input", x, "b_proj");
+  vacuous_if_zero(out, "W_proj", layer.w_proj, "b_proj");
   if (request.expect == Expect::fail)
     out.predicted_failure = PredictedFailure{
         metric::max_abs.name, roundoff, 0.0,
@@ -231,12 +244,15 @@ const bool registered = register_proof(make_proof<P>({
         "Gated positional self-attention with ConViT's local init (v_pos^h = locality_strength (2 Delta_h, "
         "-1), values I) tends, as sigma(lambda_h) -> 1 and the locality strength grows, to a convolution (Theorem 1's "
         "construction); at ConViT's default init (locality strength 1, lambda = 1) it is measurably not one.",
-    .params = {field(&P::image, {.name = "image", .help = "[H, W] patches"}),
+    .params = {field(&P::image, {.name = "image", .help = "[H, W] patches", .minimum = 1, .maximum = 4096}),
                field(&P::heads, size_param("heads", "N_h, a square K^2 (ConViT: 4, 9, 16)", 256)),
                field(&P::head_dim, size_param("head_dim", "d = D / N_h (ConViT: 48)", 256)),
                field(&P::window, {.name = "window",
-                                  .help = "the nearest convolution's kernel [K1, K2]",
-                                  .default_value = std::array<int, 2>{3, 3}}),
+                                  .help = "the nearest convolution's kernel [K1, K2], around the centre patch "
+                                          "(H // 2, W // 2): a side at most the image's, an even one smaller",
+                                  .default_value = std::array<int, 2>{3, 3},
+                                  .minimum = 1,
+                                  .maximum = 4096}),
                field(&P::locality_strength, {.name = "locality_strength",
                                              .help = "ConViT's locality strength (default 1)",
                                              .default_value = 1.0,
@@ -249,9 +265,11 @@ const bool registered = register_proof(make_proof<P>({
                    &P::weight_scale,
                    {.name = "weight_scale",
                     .help = "drawn W_qry, W_key, W_proj, b_proj are uniform in [-1, 1) times this (default: std 0.02, "
-                            "ConViT's truncated-normal std; its b_proj is 0)",
+                            "ConViT's truncated-normal std; its b_proj is 0); > 0: at 0 W_proj is 0 and both sides "
+                            "are b_proj",
                     .default_value = 0.034641016151377546,
-                    .minimum = 0.0}),
+                    .minimum = 0.0,
+                    .exclusive_minimum = true}),
                field(&P::reach_tolerance, {.name = "reach_tolerance",
                                            .help = "max_abs for locality_strength_min and gating_min",
                                            .default_value = 1e-6,

@@ -26,6 +26,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -240,6 +241,8 @@ template <class T> Outcome verify(const Case& c, const NeighborhoodParams& p) {
                 "error up to " + short_number(band.band_max) + "; unpadded global attention (the padding remark) on "
                 "the same weights has the band " + global_band.sides_json().dump() + " and differs from it by " +
                 short_number(versus_global.max_abs);
+  vacuous_if_zero(out, "the input", x, "the bias");
+  vacuous_if_zero(out, "conv_weight (the convolution, and so the layer's values)", conv.w, "the bias");
   out.tensors = conv_tensors<T>(x, expected, actual, w, b);
   out.tensors.push_back({"actual_unpadded", xt::xarray<T>(unpadded)});
   out.tensors.push_back({"global_unpadded", xt::xarray<T>(global)});

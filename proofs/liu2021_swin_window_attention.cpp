@@ -23,6 +23,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/proof_spec.hpp"
+#include "proof/vacuous.hpp"
 #include "theorem1_common.hpp"
 
 namespace attnconv {
@@ -225,6 +226,8 @@ template <class T> Outcome verify(const Case& c, const SwinParams& p) {
                              : std::string("every pixel is within the bound for one of them")) +
                 "; max_abs is check 1 (Han et al.'s rewrite), whole_max_abs W-MSA against the convolution over the "
                 "whole image";
+  vacuous_if_zero(out, "the input", x, "the bias");
+  vacuous_if_zero(out, "conv_weight (the convolution, and so the layer's values)", conv.w, "the bias");
   out.tensors = conv_tensors<T>(x, expected, w_msa, conv.w, conv.b);
   out.tensors.push_back({"actual_shifted", xt::xarray<T>(sw_msa)});
   out.tensors.push_back({"table", xt::xarray<T>(table)});

@@ -99,6 +99,9 @@ std::vector<HeadTap> head_taps(const OffsetWeights<T>& p, std::array<int, 2> ori
   std::vector<HeadTap> out;
   for (std::size_t h = 0; h < p.shape(0); ++h) {
     HeadTap t;
+    for (std::size_t axis = 0; axis < 2; ++axis)
+      if (!(std::abs(centers(h, axis)) < 1e9))  // the tap is an int
+        throw std::invalid_argument("head_taps: head " + std::to_string(h) + "'s centre is beyond 1e9 pixels");
     t.tap = {int(std::round(centers(h, 0))), int(std::round(centers(h, 1)))};
     t.center_distance = std::hypot(centers(h, 0) - t.tap[0], centers(h, 1) - t.tap[1]);
     t.leak = 1 - weight_at(p, h, origin, t.tap);

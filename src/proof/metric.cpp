@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "proof/vacuous.hpp"
+
 namespace attnconv {
 
 std::string to_string(MetricType type) {
@@ -23,7 +25,7 @@ std::vector<Metric> distance_metrics(const std::string& what, std::vector<Metric
   std::vector<Metric> metrics{max_abs, rel_l2};
   metrics.insert(metrics.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   metrics.insert(metrics.end(), {metric::reference_max_abs, metric::reference_rel_l2, metric::max_abs_per_sample,
-                                 metric::worst_sample});
+                                 metric::worst_sample, metric::vacuous});
   return metrics;
 }
 

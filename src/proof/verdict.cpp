@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "proof/short_number.hpp"
+#include "proof/vacuous.hpp"
 
 namespace attnconv {
 
@@ -177,6 +178,13 @@ Judgement judge(const Case& c, const Outcome& outcome) {
     v.verdict = Verdict::error;
     v.tolerance.update(reference_tolerance);
     v.message = "error: " + non_finite + ": a non-finite result neither holds nor fails" + tail;
+    return v;
+  }
+  if (const json& vacuous = outcome.metrics.value(metric::vacuous.name, json()); vacuous.is_string()) {
+    v.status = Status::error;
+    v.verdict = Verdict::error;
+    v.tolerance.update(reference_tolerance);
+    v.message = "error: " + vacuous.get<std::string>() + "; nothing is checked" + tail;
     return v;
   }
   if (!reference_tolerance.empty()) {
