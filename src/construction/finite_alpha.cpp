@@ -149,12 +149,28 @@ double FiniteAlphaBound::roundoff(double at_alpha) const {
     for (int p = 0; p < d_p; ++p) m += std::abs(h.a[std::size_t(p)] * at_alpha) * std::abs(r[std::size_t(p)]);
     return m;
   };
+  // Only the displacements within `reach` of the target (in either coordinate) can
+  // have an exponent >= -745: beyond it alpha lambda_min |delta - Delta|^2 >= 746,
+  // which stays above 745 after the two roundings of the exponent's product. The
+  // others are skipped below anyway, so visiting the box around the target, in the
+  // same order, adds the same terms in the same order: the same bits, in O(reach^2)
+  // rather than O(H_p W_p) per head (alpha_min evaluates this at ~50 alphas).
+  const double scale = at_alpha * lambda_min;
+  const double reach_real = scale > 0 ? std::ceil(std::sqrt(746 / scale)) : std::numeric_limits<double>::infinity();
+  const auto window = [&](int target, int extent) {  // [first, last] of the displacements along one axis
+    const int lowest = -(extent - 1), highest = extent - 1;
+    if (!(reach_real < double(2 * extent))) return std::pair{lowest, highest};  // also NaN: every displacement
+    const int reach = int(reach_real);
+    return std::pair{std::max(lowest, target - reach), std::min(highest, target + reach)};
+  };
   double scores = 0;
   for (const Head& h : heads) {
     const double m_target = magnitude(h, h.target[0], h.target[1]);
     double w = 0;  // sum_{k != t} e^{-alpha lambda_min |delta - Delta|^2} e_k / gamma
-    for (int d1 = -(span[0] - 1); d1 <= span[0] - 1; ++d1)
-      for (int d2 = -(span[1] - 1); d2 <= span[1] - 1; ++d2) {
+    const auto [first1, last1] = window(h.target[0], span[0]);
+    const auto [first2, last2] = window(h.target[1], span[1]);
+    for (int d1 = first1; d1 <= last1; ++d1)
+      for (int d2 = first2; d2 <= last2; ++d2) {
         const double dist2 = double(d1 - h.target[0]) * (d1 - h.target[0]) + double(d2 - h.target[1]) * (d2 - h.target[1]);
         const double exponent = -at_alpha * lambda_min * dist2;
         if (dist2 == 0 || exponent < -745) continue;  // the target, or a weight that underflows to 0
@@ -210,15 +226,25 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
 }
 
 double alpha_min(const FiniteAlphaBound& bound, double tolerance) {
+  // bound(alpha) <= tolerance, deciding from the leak term alone when it already
+  // exceeds the tolerance: bound(alpha) = leak term + roundoff(alpha) with
+  // roundoff >= 0 (or NaN), and adding a non-negative number never rounds below
+  // the sum's first term, so the answer is the same and roundoff(alpha), the
+  // costly part, is evaluated only near alpha_min.
+  const auto meets = [&](double alpha) {
+    const double leak_term = 2 * bound.leak_bound(alpha) * bound.head_scale;  // as in FiniteAlphaBound::operator()
+    if (!(leak_term <= tolerance)) return false;
+    return leak_term + bound.roundoff(alpha) <= tolerance;
+  };
   const double step = std::pow(2.0, 0.25);
   double previous = 0;
   for (double alpha = 1.0 / 64; alpha <= 4096 * (1 + 1e-12); alpha *= step) {
-    if (bound(alpha) <= tolerance) {
+    if (meets(alpha)) {
       if (previous == 0) return alpha;  // already below at the smallest alpha tried
       double lo = previous, hi = alpha;  // bound(lo) > tolerance >= bound(hi)
       while (hi - lo > 1e-9 * hi) {
         const double mid = (lo + hi) / 2;
-        (bound(mid) <= tolerance ? hi : lo) = mid;
+        (meets(mid) ? hi : lo) = mid;
       }
       return hi;
     }

@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <variant>
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
 #include "io/errors.hpp"
 #include "io/npy_check.hpp"
+#include "proof/batch_read.hpp"
 #include "proof/tensor_source.hpp"
 #include "io/quote.hpp"
 #include "io/regular_file.hpp"
@@ -31,12 +34,25 @@ void check_tensor_names(const Case& c, const std::vector<std::string>& known) {
     }
 }
 
+struct BatchTensors {
+  std::map<std::string, std::variant<xt::xarray<float>, xt::xarray<double>>> read;  // case and key -> (N, ...)
+};
+
+namespace {
+thread_local BatchTensors* open_batch = nullptr;
+}  // namespace
+
+BatchRead::BatchRead() : tensors_(std::make_unique<BatchTensors>()), previous_(open_batch) { open_batch = tensors_.get(); }
+BatchRead::~BatchRead() { open_batch = previous_; }
+BatchTensors* BatchRead::current() { return open_batch; }
+
+namespace {
+
+// The tensor of `key` as the file holds it (a batch: every sample), its digest
+// checked against the provenance the loader recorded.
 template <class T>
-xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& shape) {
+xt::xarray<T> read_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& file_shape) {
   const std::string where = c.file + ": case '" + clip(c.name) + "': key '" + clip("weights." + key) + "': ";
-  const bool batched = c.batch > 0 && is_data_tensor(key);
-  std::vector<std::size_t> file_shape = shape;
-  if (batched) file_shape.insert(file_shape.begin(), c.batch);
   NpyTensor<T> tensor;
   TensorSource source;
   try {
@@ -53,8 +69,29 @@ xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std:
                      (source.entry.empty() ? "" : " entry '" + clip(source.entry) + "'") +
                      " changed after the cases were loaded (SHA-256 " + loaded[digest_key].get<std::string>() +
                      " then, " + tensor.digest.sha256 + " now)");
-  if (!batched) return std::move(tensor.values);
-  return xt::xarray<T>(xt::view(tensor.values, c.sample));
+  return std::move(tensor.values);
+}
+
+}  // namespace
+
+template <class T>
+xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& shape) {
+  const bool batched = c.batch > 0 && is_data_tensor(key);
+  if (!batched) return read_case_tensor<T>(c, key, shape);
+  std::vector<std::size_t> file_shape = shape;
+  file_shape.insert(file_shape.begin(), c.batch);
+  BatchTensors* batch = BatchRead::current();
+  if (!batch) return xt::xarray<T>(xt::view(read_case_tensor<T>(c, key, file_shape), c.sample));
+  // One read of the batch for every sample: the first sample's load reads it whole.
+  const std::string id = c.file + "|" + c.name + "|" + key + "|" + json(c.weights.at(key)).dump();
+  auto found = batch->read.find(id);
+  const auto usable = [&] {
+    if (found == batch->read.end() || !std::holds_alternative<xt::xarray<T>>(found->second)) return false;
+    const auto& held = std::get<xt::xarray<T>>(found->second).shape();
+    return std::equal(file_shape.begin(), file_shape.end(), held.begin(), held.end());
+  };
+  if (!usable()) found = batch->read.insert_or_assign(id, read_case_tensor<T>(c, key, file_shape)).first;
+  return xt::xarray<T>(xt::view(std::get<xt::xarray<T>>(found->second), c.sample));
 }
 
 void dump_tensors(const std::string& dir, const std::vector<NamedTensor>& tensors) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "cases/case_weights.hpp"
+#include "proof/batch_read.hpp"
 #include "proof/npy.hpp"
 #include "metrics/compare.hpp"
 
@@ -75,10 +76,13 @@ CaseResult run_verify(const Case& c) {
   const ProofDef& proof = *find_proof(c.proof);
   if (c.batch == 0) return run_one(proof, c);
   std::vector<CaseResult> samples;
-  for (std::size_t n = 0; n < c.batch; ++n) {
-    Case sample = c;
-    sample.sample = n;
-    samples.push_back(run_one(proof, sample));
+  {
+    const BatchRead batch;  // the batch's input (and reference_output) read once, each sample a slice of it
+    for (std::size_t n = 0; n < c.batch; ++n) {
+      Case sample = c;
+      sample.sample = n;
+      samples.push_back(run_one(proof, sample));
+    }
   }
   std::size_t worst = 0;
   for (std::size_t n = 1; n < samples.size(); ++n)

@@ -8,6 +8,7 @@
 #include "run/journal.hpp"
 #include "run/runner.hpp"
 #include "io/sha256.hpp"
+#include "proof/npy.hpp"
 
 namespace {
 
@@ -28,6 +29,27 @@ const bool registered =
     register_proof({.id = "test.provenance", .paper = "test", .statement = "logs its runs", .verify = logged_verify});
 
 std::string doubles(std::vector<double> values) { return raw_bytes(values); }
+
+// Reads its sample of a batch input (N, 2); after sample 0 it rewrites the
+// batch file with other numbers, so a sample that read the file again would
+// find it changed. max_abs: the sample's second number.
+std::string batch_file;
+Outcome batch_verify(const Case& c) {
+  const xt::xarray<double> x = load_case_tensor<double>(c, "input", {2});
+  if (c.sample == 0) write_npy(batch_file, "<f8", {3, 2}, doubles({-1, -1, -1, -1, -1, -1}));
+  Outcome out;
+  out.metrics = {{"max_abs", x(1)}, {"rel_l2", 0.0}};
+  out.default_tolerance = {{"max_abs", 100.0}};
+  return out;
+}
+
+const bool registered_batch = register_proof({.id = "test.batch_slices",
+                                              .paper = "test",
+                                              .statement = "reads its sample of a batch",
+                                              .verify = batch_verify,
+                                              .expected_tensors = [](const Case&) {
+                                                return TensorShapes{{"input", {2}}};
+                                              }});
 
 }  // namespace
 
@@ -96,4 +118,24 @@ TEST_CASE("a .npy that changes between loading and running makes its case an err
   const json entry = run_case(cases[0], options);
   CHECK(entry["status"] == "error");
   CHECK_THAT(entry["message"].get<std::string>(), Catch::Contains("x.npy changed after the cases were loaded"));
+}
+
+TEST_CASE("a batch is read once for all its samples, each sample a slice of the bytes checked", "[provenance]") {
+  const ScratchDir dir("provenance_batch");
+  batch_file = (dir.path / "x.npy").string();
+  write_npy(batch_file, "<f8", {3, 2}, doubles({0, 1, 2, 3, 4, 5}));
+  const std::string original = sha256_hex(read_text(batch_file));
+  write_text(dir.path / "cases.json", R"({"cases": [{"name": "b", "proof": "test.batch_slices", "weights": {"input": "x.npy"}}]})");
+  const auto cases = load_case_file((dir.path / "cases.json").string());
+  REQUIRE(cases[0].batch == 3);
+  RunOptions options;
+  // Sample 0 rewrites the file: samples 1 and 2 are still those of the file as loaded (and hashed).
+  const json entry = run_case(cases[0], options);
+  CHECK(entry["status"] == "pass");
+  CHECK(entry["metrics"]["max_abs_per_sample"] == json::array({1.0, 3.0, 5.0}));
+  CHECK(entry["provenance"]["input"]["sha256"] == original);  // the file of the numbers checked
+  // The file now differs from the one loaded: the run's one read of the batch finds it changed.
+  const json again = run_case(cases[0], options);
+  CHECK(again["status"] == "error");
+  CHECK_THAT(again["message"].get<std::string>(), Catch::Contains("x.npy changed after the cases were loaded"));
 }

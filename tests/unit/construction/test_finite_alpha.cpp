@@ -1,7 +1,10 @@
 // The finite-alpha leak eps(alpha) = 4 s (1 + s), its use of the smallest
-// eigenvalue for the generalised quadratic encoding, and alpha_min.
+// eigenvalue for the generalised quadratic encoding, and alpha_min (bit for bit
+// that of the full computation).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <utility>
 
 #include "construction/finite_alpha.hpp"
@@ -202,4 +205,131 @@ TEST_CASE("the bound's scales stay upper bounds where float32 cannot hold the in
     CHECK(b.head_scale >= exact.value[0]);
     CHECK(b.head_scale <= exact.value[0] * (1 + 1e-12));
   }
+}
+
+namespace {
+// The round-off allowance and alpha_min as they were computed before the
+// displacement loop was confined to the target's neighbourhood and alpha_min
+// learnt to decide from the leak term alone (issue 27.1): every displacement
+// of every head, every alpha in full.
+double full_roundoff(const FiniteAlphaBound& b, double at_alpha) {
+  const double u = b.unit_roundoff;
+  const double sums = 2 * u * b.longest_sum * b.abs_scale;
+  if (b.exact_scores(at_alpha)) return sums;
+  const int d_p = encoding_dim(b.encoding);
+  const double gamma = (d_p + 2) * u, eps = b.leak_bound(at_alpha);
+  std::vector<double> r(std::size_t(d_p), 0.0);
+  const auto magnitude = [&](const FiniteAlphaBound::Head& h, int d1, int d2) {
+    relative_encoding(b.encoding, d1, d2, r.data());
+    double m = 0;
+    for (int p = 0; p < d_p; ++p) m += std::abs(h.a[std::size_t(p)] * at_alpha) * std::abs(r[std::size_t(p)]);
+    return m;
+  };
+  double scores = 0;
+  for (const FiniteAlphaBound::Head& h : b.heads) {
+    const double m_target = magnitude(h, h.target[0], h.target[1]);
+    double w = 0;
+    for (int d1 = -(b.span[0] - 1); d1 <= b.span[0] - 1; ++d1)
+      for (int d2 = -(b.span[1] - 1); d2 <= b.span[1] - 1; ++d2) {
+        const double dist2 = double(d1 - h.target[0]) * (d1 - h.target[0]) + double(d2 - h.target[1]) * (d2 - h.target[1]);
+        const double exponent = -at_alpha * b.lambda_min * dist2;
+        if (dist2 == 0 || exponent < -745) continue;
+        w += std::exp(exponent) * (magnitude(h, d1, d2) + m_target + 1);
+      }
+    scores += 2 * h.abs_value_scale * gamma * ((1 + eps) * w + eps * (m_target + 1));
+  }
+  return sums + scores;
+}
+
+double full_bound(const FiniteAlphaBound& b, double at_alpha) {
+  return 2 * b.leak_bound(at_alpha) * b.head_scale + full_roundoff(b, at_alpha);
+}
+
+double full_alpha_min(const FiniteAlphaBound& bound, double tolerance) {
+  const double step = std::pow(2.0, 0.25);
+  double previous = 0;
+  for (double alpha = 1.0 / 64; alpha <= 4096 * (1 + 1e-12); alpha *= step) {
+    if (full_bound(bound, alpha) <= tolerance) {
+      if (previous == 0) return alpha;
+      double lo = previous, hi = alpha;
+      while (hi - lo > 1e-9 * hi) {
+        const double mid = (lo + hi) / 2;
+        (full_bound(bound, mid) <= tolerance ? hi : lo) = mid;
+      }
+      return hi;
+    }
+    previous = alpha;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Theorem 1 bounds of random layers: every encoding, both dtypes, kernels 1 to 5, images to 24.
+template <class T> std::vector<FiniteAlphaBound> sample_bounds(std::uint64_t seed) {
+  Random rng(seed);
+  std::vector<FiniteAlphaBound> out;
+  const std::array<std::array<int, 2>, 4> kernels{{{3, 3}, {1, 1}, {2, 5}, {5, 4}}};
+  const std::array<std::array<std::size_t, 2>, 4> images{{{9, 11}, {5, 3}, {24, 17}, {12, 20}}};
+  for (std::size_t k = 0; k < kernels.size(); ++k)
+    for (const Encoding encoding : {Encoding::quadratic, Encoding::quadratic_general}) {
+      const auto kernel = kernels[k];
+      const std::size_t height = images[k][0], width = images[k][1], c_in = 3, c_out = 2;
+      const Kernel<T> w = rng.uniform_tensor<T, 4>({c_out, c_in, std::size_t(kernel[0]), std::size_t(kernel[1])}) - T(0.5);
+      Theorem1Options options;
+      options.heads = kernel[0] * kernel[1] + 1, options.head_dim = 2, options.alpha = 8;
+      options.dilation = {int(k % 2) + 1, 1};
+      options.encoding = encoding;
+      if (encoding == Encoding::quadratic_general) options.precision = random_precisions(seed + k, options.heads);
+      const MhsaLayer<T> layer = theorem1_layer<T>(w, std::nullopt, options);
+      std::vector<std::optional<std::array<int, 2>>> targets(std::size_t(options.heads));
+      for (int h = 0; h < kernel[0] * kernel[1]; ++h)
+        targets[std::size_t(h)] = target_shift(h / kernel[1], h % kernel[1], kernel, options.dilation);
+      const Matrix<T> x = rng.uniform_tensor<T, 2>({height * width, c_in}) * T(4) - T(2);
+      const double lambda_min = encoding == Encoding::quadratic ? 1.0 : [&] {
+        double l = std::numeric_limits<double>::infinity();
+        for (int h = 0; h < kernel[0] * kernel[1]; ++h) l = std::min(l, options.precision[std::size_t(h)].smallest_eigenvalue());
+        return l;
+      }();
+      out.push_back(finite_alpha_bound(layer, x, height, width, c_in * std::size_t(kernel[0] * kernel[1]), targets,
+                                       options.alpha, lambda_min));
+    }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the round-off allowance and alpha_min are bit for bit those of the full computation", "[finite_alpha]") {
+  std::vector<FiniteAlphaBound> bounds = sample_bounds<double>(41);
+  for (const FiniteAlphaBound& b : sample_bounds<float>(43)) bounds.push_back(b);
+  // A wide image with a target near its edge, a small lambda_min: the neighbourhood clipped on one side.
+  FiniteAlphaBound wide = bounds.front();
+  wide.span = {200, 7};
+  wide.lambda_min = 0.03;
+  wide.heads.front().target = {198, -6};
+  bounds.push_back(wide);
+  std::size_t compared = 0, differ_from_leak_alone = 0;
+  for (std::size_t n = 0; n < bounds.size(); ++n) {
+    const FiniteAlphaBound& b = bounds[n];
+    INFO("bound " << n << " (" << to_string(b.encoding) << ", u = " << b.unit_roundoff << ")");
+    REQUIRE(!b.heads.empty());
+    // The alphas alpha_min tries, and integer ones (exact scores for the quadratic encoding).
+    std::vector<double> alphas;
+    for (double a = 1.0 / 64; a <= 4096; a *= std::pow(2.0, 0.25)) alphas.push_back(a);
+    for (double a : {1.0, 7.0, 30.0, 60.0, 0.3, 2.5e-3, 1e5}) alphas.push_back(a);
+    for (const double a : alphas) {
+      INFO("alpha = " << a);
+      CHECK(same_bits(b.roundoff(a), full_roundoff(b, a)));
+      CHECK(same_bits(b(a), full_bound(b, a)));
+      ++compared;
+    }
+    // Tolerances from the leak-dominated range down to below the round-off floor.
+    for (double tolerance = 10; tolerance > 1e-19; tolerance /= 7.3) {
+      INFO("tolerance = " << tolerance);
+      const double fast = alpha_min(b, tolerance), full = full_alpha_min(b, tolerance);
+      CHECK(same_bits(fast, full));
+      if (std::isfinite(full) && full_roundoff(b, full) > 0.01 * tolerance) ++differ_from_leak_alone;
+    }
+  }
+  CHECK(compared > 1000);
+  CHECK(differ_from_leak_alone > 10);  // cases where the round-off term decides alpha_min, not the leak alone
 }
