@@ -82,8 +82,8 @@ template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kerne
         xt::transpose(xt::cast<double>(xt::view(w_conv, xt::all(), xt::all(), h / k2, h % k2)));
     xt::xtensor<double, 2> diff = -target;
     if (h < std::size_t(heads))
-      diff += xt::linalg::dot(xt::cast<double>(layer.heads[h].w_val),
-                              xt::cast<double>(xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all())));
+      diff += head_weight_product(layer.heads[h].w_val,
+                                  Matrix<T>(xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all())), false);
     total += double(xt::sum(diff * diff)());
   }
   return std::sqrt(total);

@@ -107,6 +107,27 @@ Scales scales(const Matrix<T>& x, const xt::xtensor<double, 2>& m, const xt::xte
 
 }  // namespace
 
+namespace {
+// m = [I, 0] (rows <= cols) or [I; 0] (rows >= cols): each entry exactly 1 on the diagonal, 0 elsewhere.
+template <class T> bool padded_identity(const Matrix<T>& m) {
+  for (std::size_t i = 0; i < m.shape(0); ++i)
+    for (std::size_t j = 0; j < m.shape(1); ++j)
+      if (m(i, j) != (i == j ? T(1) : T(0))) return false;
+  return true;
+}
+}  // namespace
+
+template <class T>
+xt::xtensor<double, 2> head_weight_product(const Matrix<T>& w_val, const Matrix<T>& w_out_block, bool absolute) {
+  const std::size_t d_in = w_val.shape(0), d_h = w_val.shape(1), d_out = w_out_block.shape(1);
+  const auto magnitude = [absolute](const auto& a) -> xt::xtensor<double, 2> {
+    return absolute ? xt::xtensor<double, 2>(xt::abs(xt::cast<double>(a))) : xt::xtensor<double, 2>(xt::cast<double>(a));
+  };
+  if (d_h >= d_out && padded_identity(w_out_block)) return magnitude(xt::view(w_val, xt::all(), xt::range(0, d_out)));
+  if (d_h >= d_in && padded_identity(w_val)) return magnitude(xt::view(w_out_block, xt::range(0, d_in), xt::all()));
+  return xt::linalg::dot(magnitude(w_val), magnitude(w_out_block));
+}
+
 double attention_leak(double alpha) {
   // s = sum_{n>=1} e^{-alpha n^2} = (theta(alpha) - 1) / 2 with theta(alpha) = sum_{n in Z} e^{-alpha n^2}.
   // For alpha < 1 the direct sum needs ~sqrt(40 / alpha) terms; the Jacobi
@@ -201,10 +222,9 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
   const std::size_t heads = layer.heads.size(), d_in = layer.in_dim(), d_out = layer.out_dim();
   xt::xtensor<double, 2> m_all = xt::zeros<double>({d_in, heads * d_out}), m_abs_all = m_all;
   for (std::size_t h = 0; h < heads; ++h) {
-    const xt::xtensor<double, 2> w_val = xt::cast<double>(layer.heads[h].w_val);
-    const xt::xtensor<double, 2> w_out = xt::cast<double>(xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all()));
-    xt::view(m_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = xt::linalg::dot(w_val, w_out);
-    xt::view(m_abs_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = xt::linalg::dot(xt::abs(w_val), xt::abs(w_out));
+    const Matrix<T> w_out = xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all());
+    xt::view(m_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = head_weight_product(layer.heads[h].w_val, w_out, false);
+    xt::view(m_abs_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = head_weight_product(layer.heads[h].w_val, w_out, true);
   }
   const Scales scale = scales(tokens, m_all, m_abs_all, d_out, d_h);
   const std::vector<double>& value_scale = scale.value;
@@ -253,6 +273,8 @@ double alpha_min(const FiniteAlphaBound& bound, double tolerance) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+template xt::xtensor<double, 2> head_weight_product(const Matrix<float>&, const Matrix<float>&, bool);
+template xt::xtensor<double, 2> head_weight_product(const Matrix<double>&, const Matrix<double>&, bool);
 template FiniteAlphaBound finite_alpha_bound(const MhsaLayer<float>&, const Matrix<float>&, std::size_t, std::size_t,
                                              std::size_t, const std::vector<std::optional<std::array<int, 2>>>&,
                                              double, double);

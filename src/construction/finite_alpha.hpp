@@ -79,6 +79,14 @@ struct FiniteAlphaBound {
   double operator()(double at_alpha) const { return 2 * leak_bound(at_alpha) * head_scale + roundoff(at_alpha); }
 };
 
+// W_val^h W_out^h of one head (D_in x D_out, in double), or |W_val^h| |W_out^h| when
+// `absolute`. Where one factor is a zero-padded identity (the construction's
+// factors when D_h >= min(D_in, D_out)), the other factor's leading block: the
+// entries the product gives (x * 1 plus exact zeros), without its D_in D_h D_out
+// multiply-adds.
+template <class T>
+xt::xtensor<double, 2> head_weight_product(const Matrix<T>& w_val, const Matrix<T>& w_out_block, bool absolute);
+
 // Measures the scales of a layer built by the construction on the tokens of an
 // H x W image (the padded one). `conv_terms` = C_in K1 K2 (the convolution's sum);
 // `targets` = Delta of each head (empty: silent head), `lambda_min` as above.

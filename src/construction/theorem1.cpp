@@ -38,7 +38,8 @@ namespace {
 
 // The factors of one kernel slice M = W_conv[:, :, p, q]^T (D_in x D_out):
 // W_val (D_in x D_h) and the head's block of W_out (D_h x D_out) with
-// W_val * block = M when D_h >= D_out, and the truncated SVD otherwise.
+// W_val * block = M exactly when D_h >= D_out or D_h >= D_in (one factor a
+// zero-padded identity, no factorisation), and the truncated SVD otherwise.
 template <class T> std::pair<Matrix<T>, Matrix<T>> factor_slice(const Matrix<T>& m, std::size_t d_h) {
   const std::size_t d_in = m.shape(0), d_out = m.shape(1);
   Matrix<T> w_val = xt::zeros<T>({d_in, d_h});
@@ -46,6 +47,11 @@ template <class T> std::pair<Matrix<T>, Matrix<T>> factor_slice(const Matrix<T>&
   if (d_h >= d_out) {
     xt::view(w_val, xt::all(), xt::range(0, d_out)) = m;  // W_val = [W_conv^T, 0]
     for (std::size_t k = 0; k < d_out; ++k) block(k, k) = T(1);  // block = [I; 0]
+    return {w_val, block};
+  }
+  if (d_h >= d_in) {
+    for (std::size_t k = 0; k < d_in; ++k) w_val(k, k) = T(1);  // W_val = [I, 0]
+    xt::view(block, xt::range(0, d_in), xt::all()) = m;         // block = [W_conv^T; 0]
     return {w_val, block};
   }
   // Truncated SVD in double precision: M = U S V^T, keep the D_h largest.

@@ -26,7 +26,7 @@ std::vector<Precision2> random_precisions(std::uint64_t seed, int count);
 
 struct Theorem1Options {
   int heads = 0;     // N_h; heads beyond K1*K2 are silent (W_val = 0)
-  int head_dim = 0;  // D_h; below D_out each kernel slice is factored by truncated SVD
+  int head_dim = 0;  // D_h; below min(D_in, D_out) each kernel slice is factored by truncated SVD
   double alpha = 0;  // the attention sharpness
   std::array<int, 2> dilation{1, 1};
   // quadratic (D_p = 3, the theorem), quadratic_1d (D_p = 2, needs K1 = 1: a
@@ -44,8 +44,8 @@ std::array<int, 2> target_shift(int p, int q, std::array<int, 2> kernel, std::ar
 // The construction of the proof of Theorem 1. Head h = p*K2 + q (h < heads)
 // is assigned kernel position (p, q); W_qry = W_key = 0, u = 0, W^_key = I_{D_p} (D_k = D_p),
 //   v = -alpha (1, -2 Delta1, -2 Delta2, 0, ...)  =>  A_qk = -alpha(|delta - Delta|^2 - |Delta|^2),
-// and W_val^(h) W_out^(h) = W_conv[:, :, p, q]^T (exactly when D_h >= D_out,
-// best rank-D_h otherwise). b_out = the convolution bias.
+// and W_val^(h) W_out^(h) = W_conv[:, :, p, q]^T (exactly when D_h >= min(D_in, D_out),
+// one factor [I, 0] or [I; 0]; best rank-D_h otherwise). b_out = the convolution bias.
 // Kernel positions without a head (heads < K1*K2) are simply not expressed.
 // The other encodings put the same Gaussian bump through their own r_delta:
 //   quadratic_1d       r = (delta^2, delta):  v = -alpha (1, -2 Delta)
