@@ -495,3 +495,4 @@ def _write_text(path, text):
     with open(path + ".tmp", "w") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
+from attnconv_torch_attention import export_attention_layers  # noqa: E402,F401  (issue 23: attention layers)

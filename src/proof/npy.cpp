@@ -94,6 +94,18 @@ xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std:
   return xt::xarray<T>(xt::view(std::get<xt::xarray<T>>(found->second), c.sample));
 }
 
+template <class T>
+xt::xarray<T> load_case_batch(const Case& c, const std::string& key, const std::vector<std::size_t>& sample_shape) {
+  Case whole = c;
+  whole.batch = 0;  // read the file as it is: (N, ...) for a batch
+  std::vector<std::size_t> shape = sample_shape;
+  shape.insert(shape.begin(), std::max<std::size_t>(c.batch, 1));
+  if (c.batch > 0) return load_case_tensor<T>(whole, key, shape);
+  xt::xarray<T> one = load_case_tensor<T>(whole, key, sample_shape);
+  one.reshape(shape);
+  return one;
+}
+
 void dump_tensors(const std::string& dir, const std::vector<NamedTensor>& tensors) {
   fs::create_directories(dir);
   for (const auto& tensor : tensors)
@@ -102,6 +114,8 @@ void dump_tensors(const std::string& dir, const std::vector<NamedTensor>& tensor
                tensor.data);
 }
 
+template xt::xarray<float> load_case_batch(const Case&, const std::string&, const std::vector<std::size_t>&);
+template xt::xarray<double> load_case_batch(const Case&, const std::string&, const std::vector<std::size_t>&);
 template xt::xarray<float> load_case_tensor(const Case&, const std::string&, const std::vector<std::size_t>&);
 template xt::xarray<double> load_case_tensor(const Case&, const std::string&, const std::vector<std::size_t>&);
 

@@ -13,6 +13,12 @@ namespace attnconv {
 // the case's sample. Throws InputError naming the file, the case and the key.
 template <class T> xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std::vector<std::size_t>& shape);
 
+// Loads a data tensor (input, reference_output) with every sample of a batch:
+// shape (N, sample_shape...) for a batch input, (1, sample_shape...) without
+// one. Throws InputError naming the file, the case and the key.
+template <class T>
+xt::xarray<T> load_case_batch(const Case& c, const std::string& key, const std::vector<std::size_t>& sample_shape);
+
 bool has_case_tensor(const Case& c, const std::string& key);
 
 // Every key of case.weights must be one of `known`: a typo must not fall back

@@ -163,6 +163,9 @@ struct ProofDef {
   // Whether `plot` asks every case for its figures, or only the first case of
   // each sweep group.
   bool figures_per_case = false;
+  // Whether verify() measures a batch input as one (load_case_batch): run once,
+  // its reference tensor of the input's batch shape, in place of once per sample.
+  bool whole_batch = false;
 };
 
 // The names of a proof's error metrics, in declaration order.

@@ -88,6 +88,7 @@ template <class Params> struct ProofSpec {
   // The figures of a case from its reported metrics (see ProofDef). May be empty.
   std::function<std::vector<FigureData>(const Case&, const Params&, const json& metrics)> figures = {};
   bool figures_per_case = false;  // see ProofDef
+  bool whole_batch = false;       // see ProofDef
 };
 
 template <class Params> ProofDef make_proof(ProofSpec<Params> spec) {
@@ -126,6 +127,7 @@ template <class Params> ProofDef make_proof(ProofSpec<Params> spec) {
   if (spec.figures)
     def.figures = [params, f = spec.figures](const Case& c, const json& metrics) { return f(c, params(c), metrics); };
   def.figures_per_case = spec.figures_per_case;
+  def.whole_batch = spec.whole_batch;
   return def;
 }
 

@@ -16,7 +16,7 @@ namespace attnconv {
 namespace {
 
 // reference_max_abs, reference_rel_l2 of the outcome's reference tensor against reference_output.
-void compare_with_reference(const Case& c, Outcome& outcome) {
+void compare_with_reference(const ProofDef& proof, const Case& c, Outcome& outcome) {
   if (!c.weights.contains("reference_output")) return;
   const auto found = std::find_if(outcome.tensors.begin(), outcome.tensors.end(),
                                   [&](const NamedTensor& t) { return t.name == outcome.reference_tensor; });
@@ -26,8 +26,12 @@ void compare_with_reference(const Case& c, Outcome& outcome) {
   std::visit(
       [&](const auto& tensor) {
         using T = typename std::decay_t<decltype(tensor)>::value_type;
+        std::vector<std::size_t> shape(tensor.shape().begin(), tensor.shape().end());
+        // A whole-batch proof's tensor has the batch dimension of the input file.
+        const bool whole = proof.whole_batch && c.batch > 0 && !shape.empty();
+        if (whole) shape.erase(shape.begin());
         const xt::xarray<T> reference =
-            load_case_tensor<T>(c, "reference_output", std::vector<std::size_t>(tensor.shape().begin(), tensor.shape().end()));
+            whole ? load_case_batch<T>(c, "reference_output", shape) : load_case_tensor<T>(c, "reference_output", shape);
         const Difference d = compare(tensor, reference);
         outcome.set(metric::reference_max_abs, d.max_abs);
         outcome.set(metric::reference_rel_l2, d.rel_l2);
@@ -37,7 +41,7 @@ void compare_with_reference(const Case& c, Outcome& outcome) {
 
 CaseResult run_one(const ProofDef& proof, const Case& c) {
   Outcome outcome = proof.verify(c);
-  compare_with_reference(c, outcome);
+  compare_with_reference(proof, c, outcome);
   Judgement verdict = judge(c, outcome);
   return {std::move(outcome), std::move(verdict)};
 }
@@ -74,7 +78,7 @@ NamedTensor stacked(const std::vector<CaseResult>& samples, std::size_t index) {
 
 CaseResult run_verify(const Case& c) {
   const ProofDef& proof = *find_proof(c.proof);
-  if (c.batch == 0) return run_one(proof, c);
+  if (c.batch == 0 || proof.whole_batch) return run_one(proof, c);
   std::vector<CaseResult> samples;
   {
     const BatchRead batch;  // the batch's input (and reference_output) read once, each sample a slice of it

@@ -1,0 +1,320 @@
+"""Export every self-attention layer of a PyTorch model as attnconv cases (numpy and torch only).
+
+    import attnconv_torch
+    attnconv_torch.export_attention_layers(vit.eval().double(), x.double(), "export_attention")
+    # then: build/attnconv run export_attention/cases.json --out export_attention/report \
+    #         --dump-tensors export_attention/dump
+
+The counterpart of export_conv_layers (same conventions) for the question of
+Cordonnier et al. asked of a trained model: how convolutional did this
+attention layer become (issue 23)? Each call of a recognised attention module
+in one forward pass of `model` on `example_input` is recorded by wrapping the
+module's forward (so that calls with keyword arguments are seen too), and
+becomes the case `<module name>:trained_attention` (`#2` for a second call) of
+proof cordonnier2020.trained_attention, with `out_dir/layers/<module
+name>.npz` holding
+
+  - the module's state_dict under the model's own names (`<module name>.in_proj_weight`,
+    ...; the case reads it with "weights_prefix": "<module name>."),
+  - `input`: the tokens it received, (N, T, D), float64, batch first,
+  - `reference_output`: its own output, (N, T, D),
+  - `token_grid`: [extra tokens, H, W] (int64): the extra tokens (ViT's class
+    token) come first and are kept; the case marks them as "extra_tokens".
+
+Recognised: torch.nn.MultiheadAttention as torchvision's VisionTransformer
+calls it (self-attention, query is key is value, no masks, no bias_k/bias_v,
+no add_zero_attn, one in_proj_weight) and timm's Attention (a module with
+Linear `qkv` (3D <- D), Linear `proj` and `num_heads`, whose state_dict is
+qkv.weight, qkv.bias, proj.weight, proj.bias, q_norm/k_norm identities). Every
+recorded call is recomputed here as plain softmax attention of those weights
+and must give the module's output: a module that computes anything else (a
+relative position bias, a mask, normalised queries, a subclass with its own
+forward) is listed under "not_expressible" with a warning, like any
+attention-like module (a MultiheadAttention or a module with `qkv` and `proj`)
+that cannot be mapped, or that the forward pass did not call — never skipped
+silently.
+
+The token grid: `grid=(H, W)` and `extra_tokens`, or read from the model
+(torchvision VisionTransformer: image_size // patch_size of the example input,
+one class token; timm: patch_embed.grid_size and num_prefix_tokens).
+"""
+import json
+import math
+import os
+import re
+import warnings
+
+import numpy as np
+import torch
+from torch import nn
+
+TRAINED_ATTENTION = "cordonnier2020.trained_attention"
+REFERENCE_TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+# How far (rel_l2) the plain recomputation may be from the module's output before the module is
+# declared not expressible: far above round-off in any dtype, far below a different computation.
+RECOMPUTE_TOLERANCE = {torch.float64: 1e-9, torch.float32: 1e-3, torch.float16: 3e-2, torch.bfloat16: 3e-2}
+
+
+def export_attention_layers(model, example_input, out_dir, kernel=(3, 3), grid=None, extra_tokens=None):
+    """Writes out_dir/cases.json, out_dir/layers/*.npz and out_dir/export.json
+    (use another out_dir than export_conv_layers'); returns the summary
+    written to export.json: "layers" (name, type, layout, input shape, grid,
+    extra tokens), "cases" (their number) and "not_expressible" (module name,
+    type and reason)."""
+    kernel = [int(k) for k in kernel]
+    if len(kernel) != 2 or min(kernel) < 1:
+        raise ValueError(f"kernel must be two positive ints, got {kernel!r}")
+    model_grid = _model_grid(model, example_input)
+    calls, not_expressible = _record_attention_calls(model, example_input)
+    os.makedirs(os.path.join(out_dir, "layers"), exist_ok=True)
+    cases, layers, names = [], [], set()
+    for module_name, module, layout, x, y in calls:
+        name = _unique(_case_name(module_name), names)
+        tokens = x.shape[1]
+        layer_grid = _layer_grid(tokens, grid, extra_tokens, model_grid)
+        if isinstance(layer_grid, str):
+            not_expressible.append({"name": name, "type": type(module).__name__, "reason": layer_grid})
+            continue
+        extra, (h, w) = layer_grid
+        if kernel[0] > h or kernel[1] > w:
+            not_expressible.append({"name": name, "type": type(module).__name__,
+                                    "reason": f"the {kernel[0]}x{kernel[1]} window does not fit its {h}x{w} grid"})
+            continue
+        weights = _weights(module, layout)
+        prefix = (module_name + ".") if module_name else ""
+        layer_file = os.path.join("layers", name + ".npz")
+        _save_npz(os.path.join(out_dir, layer_file),
+                  {**{prefix + key: t for key, t in weights.items()}, "input": x, "reference_output": y},
+                  {"token_grid": np.array([extra, h, w], dtype=np.int64)})
+        dim = weights[_names(layout)[0]].shape[1]
+        params = {"embed_dim": int(dim), "heads": int(_heads(module)), "grid": [h, w], "extra_tokens": extra,
+                  "kernel": kernel, "layout": layout, "bias": _names(layout)[1] in weights, "dtype": "float64"}
+        case = {"name": f"{name}:trained_attention", "proof": TRAINED_ATTENTION, "params": params,
+                "weights": layer_file, "weights_prefix": prefix}
+        if y.dtype in REFERENCE_TOLERANCE:
+            case["tolerance"] = {"reference_rel_l2": REFERENCE_TOLERANCE[y.dtype]}
+        cases.append(case)
+        layers.append({"name": name, "type": type(module).__name__, "layout": layout, "input_shape": list(x.shape),
+                       "grid": [h, w], "extra_tokens": extra})
+    for entry in not_expressible:
+        warnings.warn(f"attnconv_torch: {entry['name']} ({entry['type']}) is not exported: {entry['reason']}")
+    summary = {"layers": layers, "cases": len(cases), "not_expressible": not_expressible}
+    _write_text(os.path.join(out_dir, "cases.json"),
+                '{"cases": [\n' + ",\n".join(json.dumps(c) for c in cases) + "\n]}\n")
+    _write_text(os.path.join(out_dir, "export.json"), json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def _names(layout):
+    """The state_dict names: qkv weight, qkv bias, projection weight, projection bias."""
+    if layout == "timm":
+        return "qkv.weight", "qkv.bias", "proj.weight", "proj.bias"
+    return "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"
+
+
+def _heads(module):
+    return module.num_heads
+
+
+def _is_timm_like(module):
+    return (isinstance(getattr(module, "qkv", None), nn.Linear) and isinstance(getattr(module, "proj", None), nn.Linear)
+            and not isinstance(module, nn.MultiheadAttention))
+
+
+def _attention_like(module):
+    return isinstance(module, nn.MultiheadAttention) or _is_timm_like(module)
+
+
+def _why_not(module):
+    """Why the module's parameters alone cannot describe softmax self-attention, or None."""
+    if isinstance(module, nn.MultiheadAttention):
+        if not module._qkv_same_embed_dim or module.in_proj_weight is None:
+            return "separate q/k/v projections (kdim or vdim differ from embed_dim)"
+        if module.bias_k is not None or module.bias_v is not None:
+            return "add_bias_kv: learned key and value biases appended to the sequence"
+        if module.add_zero_attn:
+            return "add_zero_attn: a zero token appended to the sequence"
+        if module.training and module.dropout > 0:
+            return "attention dropout in training mode (call model.eval())"
+        return None
+    if not isinstance(getattr(module, "num_heads", None), int):
+        return "no integer num_heads"
+    qkv, proj = module.qkv, module.proj
+    if qkv.out_features != 3 * qkv.in_features or proj.in_features != qkv.in_features:
+        return f"qkv maps {qkv.in_features} -> {qkv.out_features} and proj {proj.in_features} -> {proj.out_features}: " \
+               "not the (3D, D) and (D, D) of one self-attention"
+    if proj.bias is None:
+        return "proj has no bias (the proof's timm layout always loads proj.bias)"
+    allowed = {"qkv.weight", "qkv.bias", "proj.weight", "proj.bias"}
+    others = sorted(set(module.state_dict()) - allowed)
+    if others:
+        return f"parameters or buffers besides qkv and proj: {others[:4]}"
+    for norm in ("q_norm", "k_norm"):
+        if not isinstance(getattr(module, norm, nn.Identity()), nn.Identity):
+            return f"{norm} normalises the {norm[0]}s (qk_norm)"
+    drop = getattr(module, "attn_drop", None)
+    if module.training and isinstance(drop, nn.Dropout) and drop.p > 0:
+        return "attention dropout in training mode (call model.eval())"
+    return None
+
+
+def _weights(module, layout):
+    w, b, pw, pb = _names(layout)
+    state = module.state_dict()
+    out = {w: state[w], pw: state[pw]}
+    if state.get(b) is not None:
+        out[b] = state[b]
+    if state.get(pb) is not None:
+        out[pb] = state[pb]
+    if layout == "torch" and (b in out) != (pb in out):
+        raise ValueError("nn.MultiheadAttention with one of in_proj_bias, out_proj.bias only")
+    return out
+
+
+def _recompute(x, weights, layout, heads):
+    """Plain softmax self-attention of the weights on x (N, T, D), in float64."""
+    w, b, pw, pb = _names(layout)
+    x = x.double()
+    dim = weights[w].shape[1]
+    qkv = x @ weights[w].double().T
+    if b in weights:
+        qkv = qkv + weights[b].double()
+    n, t, _ = x.shape
+    d = dim // heads
+    q, k, v = (qkv[..., i * dim:(i + 1) * dim].reshape(n, t, heads, d).transpose(1, 2) for i in range(3))
+    p = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d), dim=-1)
+    o = (p @ v).transpose(1, 2).reshape(n, t, dim)
+    y = o @ weights[pw].double().T
+    if pb in weights:
+        y = y + weights[pb].double()
+    return y
+
+
+def _rel_l2(a, b):
+    return float(torch.linalg.norm((a - b).flatten()) / max(float(torch.linalg.norm(b.flatten())), 1e-300))
+
+
+def _record_attention_calls(model, example_input):
+    """[(module name, module, layout, tokens (N, T, D), output (N, T, D))] of every call, in call order."""
+    calls, not_expressible, wrapped, refused = [], [], [], {}
+    modules = [(name, m) for name, m in model.named_modules() if _attention_like(m)]
+
+    def wrapper_of(module_name, module, forward):
+        def wrapped_forward(*args, **kwargs):
+            result = forward(*args, **kwargs)
+            reason = _why_not(module)
+            layout = "torch" if isinstance(module, nn.MultiheadAttention) else "timm"
+            x, y = None, result[0] if isinstance(result, tuple) else result
+            if reason is None and layout == "torch":
+                names = ["query", "key", "value"]
+                given = list(args[:3]) + [kwargs.get(k) for k in names[len(args[:3]):]]
+                if not (given[0] is given[1] is given[2]):
+                    reason = "not self-attention: query, key and value are different tensors"
+                elif any(kwargs.get(k) is not None for k in ("key_padding_mask", "attn_mask")) or \
+                        any(a is not None for a in (args[3:4] + args[5:6])):
+                    reason = "called with a mask"
+                elif kwargs.get("is_causal"):
+                    reason = "called causal"
+                else:
+                    x = given[0] if module.batch_first else given[0].transpose(0, 1)
+                    y = y if module.batch_first else y.transpose(0, 1)
+            elif reason is None:
+                if len(args) != 1 or any(v is not None for v in kwargs.values()):
+                    reason = "called with more than the tokens (a mask?)"
+                else:
+                    x = args[0]
+            if reason is None and (x.dim() != 3 or y.shape != x.shape):
+                reason = f"tokens of shape {list(x.shape)} and output {list(y.shape)}: expected (N, T, D) both"
+            if reason is None:
+                with torch.no_grad():
+                    again = _recompute(x, _weights(module, layout), layout, module.num_heads)
+                distance = _rel_l2(again, y.double())
+                if not distance <= RECOMPUTE_TOLERANCE.get(y.dtype, 1e-3):
+                    reason = (f"its output is not softmax self-attention of its own {_names(layout)[0]} and "
+                              f"{_names(layout)[2]} (rel_l2 {distance:.3g}): a forward of its own")
+            if reason is None:
+                # Copies: a later in-place operation must not rewrite what was recorded.
+                calls.append((module_name, module, layout, x.detach().clone(), y.detach().clone()))
+            else:
+                refused.setdefault(id(module), (module_name, type(module).__name__, reason))
+            return result
+        return wrapped_forward
+
+    for module_name, module in modules:
+        wrapped.append((module, module.__dict__.get("forward")))
+        module.forward = wrapper_of(module_name, module, module.forward)
+    try:
+        with torch.no_grad():
+            model(*example_input) if isinstance(example_input, tuple) else model(example_input)
+    finally:
+        for module, own in wrapped:  # the forward it had: its class's, or one set on the instance before
+            if own is None:
+                del module.forward
+            else:
+                module.forward = own
+    recorded = {id(m) for _, m, _, _, _ in calls}
+    for module_name, type_name, reason in refused.values():
+        not_expressible.append({"name": module_name or "model", "type": type_name, "reason": reason})
+    for module_name, module in modules:
+        if id(module) not in recorded and id(module) not in refused:
+            not_expressible.append({"name": module_name or "model", "type": type(module).__name__,
+                                    "reason": "the forward pass on example_input did not call it"})
+    return calls, not_expressible
+
+
+def _model_grid(model, example_input):
+    """(extra tokens, (H, W)) read from a known model, or None."""
+    x = example_input[0] if isinstance(example_input, tuple) else example_input
+    patch = getattr(model, "patch_size", None)
+    if isinstance(patch, int) and hasattr(model, "class_token") and torch.is_tensor(x) and x.dim() == 4:
+        return 1, (x.shape[-2] // patch, x.shape[-1] // patch)  # torchvision VisionTransformer
+    embed = getattr(model, "patch_embed", None)
+    size = getattr(embed, "grid_size", None)
+    if size is not None and len(size) == 2:
+        return int(getattr(model, "num_prefix_tokens", 1 if getattr(model, "cls_token", None) is not None else 0)), \
+            (int(size[0]), int(size[1]))
+    return None
+
+
+def _layer_grid(tokens, grid, extra_tokens, model_grid):
+    """(extra, (H, W)) of a layer of `tokens` tokens, or the reason (str) it is not known."""
+    if grid is not None:
+        h, w = int(grid[0]), int(grid[1])
+        extra = tokens - h * w if extra_tokens is None else int(extra_tokens)
+    elif model_grid is not None:
+        extra, (h, w) = model_grid
+        if extra_tokens is not None:
+            extra = int(extra_tokens)
+    else:
+        extra = 0 if extra_tokens is None else int(extra_tokens)
+        side = math.isqrt(max(tokens - extra, 0))
+        if side * side != tokens - extra:
+            return (f"{tokens} tokens: the grid is unknown (pass grid=(H, W) and extra_tokens= to "
+                    "export_attention_layers)")
+        h = w = side
+    if extra < 0 or extra + h * w != tokens:
+        return f"{tokens} tokens are not {extra} extra tokens and a {h}x{w} grid"
+    return extra, (h, w)
+
+
+def _case_name(module_name):
+    return re.sub(r"[/\\\x00]", "_", module_name) or "model"
+
+
+def _unique(name, names):
+    candidate, n = name, 1
+    while candidate in names:
+        n += 1
+        candidate = f"{name}#{n}"
+    names.add(candidate)
+    return candidate
+
+
+def _save_npz(path, tensors, arrays):
+    np.savez(path, **{key: t.detach().cpu().double().numpy() for key, t in tensors.items()}, **arrays)
+
+
+def _write_text(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
