@@ -114,7 +114,8 @@ void check_outputs(const std::vector<NamedPath>& inputs, const std::vector<Named
   for (const auto& [path, folder] : folders) {
     if (const std::string why = unwritable(path / "file"); !why.empty())
       throw InputError(named(*folder) + " cannot be written: " + why);
-    if (std::find_if(output_folders.begin(), output_folders.end(), [&](const NamedPath& p) { return &p == folder; }) ==
+    const NamedPath* const made = folder;  // clang 14 cannot capture a structured binding
+    if (std::find_if(output_folders.begin(), output_folders.end(), [made](const NamedPath& p) { return &p == made; }) ==
         output_folders.end())
       continue;
     // A folder filled with files of any name (a case's dumps): none already there may be other than a regular file.
