@@ -297,17 +297,14 @@ def _layer_grid(tokens, grid, extra_tokens, model_grid):
     return extra, (h, w)
 
 
+def _unique(name, names):
+    """name, name#2, ...: export_conv_layers's rule (attnconv_torch imports this module, so it is fetched late)."""
+    from attnconv_torch import _unique as unique
+    return unique(name, names)
+
+
 def _case_name(module_name):
     return re.sub(r"[/\\\x00]", "_", module_name) or "model"
-
-
-def _unique(name, names):
-    candidate, n = name, 1
-    while candidate in names:
-        n += 1
-        candidate = f"{name}#{n}"
-    names.add(candidate)
-    return candidate
 
 
 def _save_npz(path, tensors, arrays):
