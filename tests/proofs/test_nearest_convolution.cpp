@@ -16,6 +16,7 @@
 #include "mhsa/engine.hpp"
 #include "reference/mhsa.hpp"
 #include "tensor/random.hpp"
+#include "outcome_tensors.hpp"
 
 using namespace attnconv;
 using attnconv::testing::ScratchDir;
@@ -37,16 +38,8 @@ Case nearest_case(const fs::path& dir, const json& params, const std::map<std::s
   return load_case_file((dir / "case.json").string()).at(0);
 }
 
-const xt::xarray<double>& tensor(const Outcome& out, const std::string& name) {
-  for (const auto& t : out.tensors)
-    if (t.name == name) return std::get<xt::xarray<double>>(t.data);
-  throw std::runtime_error("no tensor " + name);
-}
-
-double max_difference(const xt::xarray<double>& a, const xt::xarray<double>& b) {
-  REQUIRE(a.shape() == b.shape());
-  return xt::amax(xt::abs(a - b))();
-}
+using testing::max_difference;
+using testing::tensor;
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "proof/verdict.hpp"
 #include "run/case_run.hpp"
 #include "tensor/random.hpp"
+#include "outcome_tensors.hpp"
 
 using namespace attnconv;
 using attnconv::testing::ScratchDir;
@@ -62,16 +63,8 @@ Plain plain_layer(const xt::xarray<double>& x, const xt::xarray<double>& w, cons
   return out;
 }
 
-const xt::xarray<double>& tensor(const Outcome& out, const std::string& name) {
-  for (const auto& t : out.tensors)
-    if (t.name == name) return std::get<xt::xarray<double>>(t.data);
-  throw std::runtime_error("no tensor " + name);
-}
-
-double max_difference(const xt::xarray<double>& a, const xt::xarray<double>& b) {
-  REQUIRE(a.shape() == b.shape());
-  return xt::amax(xt::abs(a - b))();
-}
+using testing::max_difference;
+using testing::tensor;
 
 }  // namespace
 
