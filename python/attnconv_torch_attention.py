@@ -68,10 +68,9 @@ def export_attention_layers(model, example_input, out_dir, kernel=(3, 3), grid=N
     calls, not_expressible = _record_attention_calls(model, example_input)
     os.makedirs(os.path.join(out_dir, "layers"), exist_ok=True)
     cases, layers, names = [], [], set()
-    for module_name, module, layout, x, y in calls:
+    for module_name, module, family, x, y in calls:
         name = _unique(_case_name(module_name), names)
-        tokens = x.shape[1]
-        layer_grid = _layer_grid(tokens, grid, extra_tokens, model_grid)
+        layer_grid = family.grid(module, x, grid, extra_tokens, model_grid)
         if isinstance(layer_grid, str):
             not_expressible.append({"name": name, "type": type(module).__name__, "reason": layer_grid})
             continue
@@ -80,22 +79,20 @@ def export_attention_layers(model, example_input, out_dir, kernel=(3, 3), grid=N
             not_expressible.append({"name": name, "type": type(module).__name__,
                                     "reason": f"the {kernel[0]}x{kernel[1]} window does not fit its {h}x{w} grid"})
             continue
-        weights = _weights(module, layout)
+        weights = family.weights(module)
         prefix = (module_name + ".") if module_name else ""
         layer_file = os.path.join("layers", name + ".npz")
         _save_npz(os.path.join(out_dir, layer_file),
                   {**{prefix + key: t for key, t in weights.items()}, "input": x, "reference_output": y},
                   {"token_grid": np.array([extra, h, w], dtype=np.int64)})
-        dim = weights[_names(layout)[0]].shape[1]
-        params = {"embed_dim": int(dim), "heads": int(_heads(module)), "grid": [h, w], "extra_tokens": extra,
-                  "kernel": kernel, "layout": layout, "bias": _names(layout)[1] in weights, "dtype": "float64"}
-        case = {"name": f"{name}:trained_attention", "proof": TRAINED_ATTENTION, "params": params,
+        params = {**family.params(module, weights, extra, (h, w)), "kernel": kernel, "dtype": "float64"}
+        case = {"name": f"{name}:{family.case_suffix}", "proof": family.proof, "params": params,
                 "weights": layer_file, "weights_prefix": prefix}
         if y.dtype in REFERENCE_TOLERANCE:
             case["tolerance"] = {"reference_rel_l2": REFERENCE_TOLERANCE[y.dtype]}
         cases.append(case)
-        layers.append({"name": name, "type": type(module).__name__, "layout": layout, "input_shape": list(x.shape),
-                       "grid": [h, w], "extra_tokens": extra})
+        layers.append({"name": name, "type": type(module).__name__, "layout": family.layout(module),
+                       "input_shape": list(x.shape), "grid": [h, w], "extra_tokens": extra})
     for entry in not_expressible:
         warnings.warn(f"attnconv_torch: {entry['name']} ({entry['type']}) is not exported: {entry['reason']}")
     summary = {"layers": layers, "cases": len(cases), "not_expressible": not_expressible}
@@ -105,6 +102,94 @@ def export_attention_layers(model, example_input, out_dir, kernel=(3, 3), grid=N
     return summary
 
 
+class Family:
+    """One family of attention modules: how to recognise one, read the tokens a call received and its
+    output, recompute that output from the state_dict alone, and write the case's params. A family of its
+    own file subclasses this and is appended to FAMILIES; the first family whose matches() holds owns a
+    module."""
+    proof = TRAINED_ATTENTION
+    case_suffix = "trained_attention"
+
+    def matches(self, module):
+        """Whether the module is of this family (by class and parameter names)."""
+        raise NotImplementedError
+
+    def why_not(self, module):
+        """Why the module's parameters alone cannot describe it, or None."""
+        return None
+
+    def call(self, module, args, kwargs, result):
+        """(x, y): the tokens (N, T, D) the call received and its output (N, T, D_out), or the reason (str)
+        it cannot be measured."""
+        raise NotImplementedError
+
+    def recompute(self, module, x):
+        """The module's output on x (N, T, D) from its state_dict alone, in float64."""
+        raise NotImplementedError
+
+    def weights(self, module):
+        """{state_dict name: tensor} the case loads."""
+        raise NotImplementedError
+
+    def params(self, module, weights, extra, grid):
+        """The case's params besides kernel and dtype."""
+        raise NotImplementedError
+
+    def layout(self, module):
+        """A word for export.json's "layout"."""
+        return type(module).__name__
+
+    def grid(self, module, x, grid, extra_tokens, model_grid):
+        """(extra, (H, W)) of the call's tokens x, or the reason (str) it is not known."""
+        return _layer_grid(x.shape[1], grid, extra_tokens, model_grid)
+
+
+class VitAttention(Family):
+    """torch.nn.MultiheadAttention as torchvision's VisionTransformer calls it (self-attention, query is key
+    is value, no masks, no bias_k/bias_v, no add_zero_attn, one in_proj_weight) and timm's Attention (Linear
+    `qkv` (3D <- D), Linear `proj`, `num_heads`; state_dict qkv.weight, qkv.bias, proj.weight, proj.bias,
+    q_norm/k_norm identities): proof cordonnier2020.trained_attention, layouts "torch" and "timm"."""
+
+    def matches(self, module):
+        return isinstance(module, nn.MultiheadAttention) or _is_timm_like(module)
+
+    def layout(self, module):
+        return "torch" if isinstance(module, nn.MultiheadAttention) else "timm"
+
+    def why_not(self, module):
+        return _why_not(module)
+
+    def call(self, module, args, kwargs, result):
+        y = result[0] if isinstance(result, tuple) else result
+        if self.layout(module) == "torch":
+            names = ["query", "key", "value"]
+            given = list(args[:3]) + [kwargs.get(k) for k in names[len(args[:3]):]]
+            if not (given[0] is given[1] is given[2]):
+                return "not self-attention: query, key and value are different tensors"
+            if any(kwargs.get(k) is not None for k in ("key_padding_mask", "attn_mask")) or \
+                    any(a is not None for a in (args[3:4] + args[5:6])):
+                return "called with a mask"
+            if kwargs.get("is_causal"):
+                return "called causal"
+            return (given[0], y) if module.batch_first else (given[0].transpose(0, 1), y.transpose(0, 1))
+        if len(args) != 1 or any(v is not None for v in kwargs.values()):
+            return "called with more than the tokens (a mask?)"
+        return args[0], y
+
+    def recompute(self, module, x):
+        layout = self.layout(module)
+        return _recompute(x, self.weights(module), layout, module.num_heads)
+
+    def weights(self, module):
+        return _weights(module, self.layout(module))
+
+    def params(self, module, weights, extra, grid):
+        layout = self.layout(module)
+        dim = weights[_names(layout)[0]].shape[1]
+        return {"embed_dim": int(dim), "heads": int(module.num_heads), "grid": list(grid), "extra_tokens": extra,
+                "layout": layout, "bias": _names(layout)[1] in weights}
+
+
 def _names(layout):
     """The state_dict names: qkv weight, qkv bias, projection weight, projection bias."""
     if layout == "timm":
@@ -112,17 +197,9 @@ def _names(layout):
     return "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"
 
 
-def _heads(module):
-    return module.num_heads
-
-
 def _is_timm_like(module):
     return (isinstance(getattr(module, "qkv", None), nn.Linear) and isinstance(getattr(module, "proj", None), nn.Linear)
             and not isinstance(module, nn.MultiheadAttention))
-
-
-def _attention_like(module):
-    return isinstance(module, nn.MultiheadAttention) or _is_timm_like(module)
 
 
 def _why_not(module):
@@ -194,55 +271,45 @@ def _rel_l2(a, b):
     return float(torch.linalg.norm((a - b).flatten()) / max(float(torch.linalg.norm(b.flatten())), 1e-300))
 
 
-def _record_attention_calls(model, example_input):
-    """[(module name, module, layout, tokens (N, T, D), output (N, T, D))] of every call, in call order."""
-    calls, not_expressible, wrapped, refused = [], [], [], {}
-    modules = [(name, m) for name, m in model.named_modules() if _attention_like(m)]
+def _family_of(module):
+    return next((family for family in FAMILIES if family.matches(module)), None)
 
-    def wrapper_of(module_name, module, forward):
+
+def _record_attention_calls(model, example_input):
+    """[(module name, module, family, tokens (N, T, D), output (N, T, D_out))] of every call, in call order."""
+    calls, not_expressible, wrapped, refused = [], [], [], {}
+    modules = [(name, m, _family_of(m)) for name, m in model.named_modules()]
+    modules = [entry for entry in modules if entry[2] is not None]
+
+    def wrapper_of(module_name, module, family, forward):
         def wrapped_forward(*args, **kwargs):
             result = forward(*args, **kwargs)
-            reason = _why_not(module)
-            layout = "torch" if isinstance(module, nn.MultiheadAttention) else "timm"
-            x, y = None, result[0] if isinstance(result, tuple) else result
-            if reason is None and layout == "torch":
-                names = ["query", "key", "value"]
-                given = list(args[:3]) + [kwargs.get(k) for k in names[len(args[:3]):]]
-                if not (given[0] is given[1] is given[2]):
-                    reason = "not self-attention: query, key and value are different tensors"
-                elif any(kwargs.get(k) is not None for k in ("key_padding_mask", "attn_mask")) or \
-                        any(a is not None for a in (args[3:4] + args[5:6])):
-                    reason = "called with a mask"
-                elif kwargs.get("is_causal"):
-                    reason = "called causal"
-                else:
-                    x = given[0] if module.batch_first else given[0].transpose(0, 1)
-                    y = y if module.batch_first else y.transpose(0, 1)
-            elif reason is None:
-                if len(args) != 1 or any(v is not None for v in kwargs.values()):
-                    reason = "called with more than the tokens (a mask?)"
-                else:
-                    x = args[0]
-            if reason is None and (x.dim() != 3 or y.shape != x.shape):
-                reason = f"tokens of shape {list(x.shape)} and output {list(y.shape)}: expected (N, T, D) both"
+            reason = family.why_not(module)
+            if reason is None:
+                reason = family.call(module, args, kwargs, result)
+            if not isinstance(reason, str):
+                x, y = reason
+                reason = None
+                if x.dim() != 3 or y.dim() != 3 or y.shape[:2] != x.shape[:2]:
+                    reason = f"tokens of shape {list(x.shape)} and output {list(y.shape)}: expected (N, T, D) both"
             if reason is None:
                 with torch.no_grad():
-                    again = _recompute(x, _weights(module, layout), layout, module.num_heads)
+                    again = family.recompute(module, x)
                 distance = _rel_l2(again, y.double())
                 if not distance <= RECOMPUTE_TOLERANCE.get(y.dtype, 1e-3):
-                    reason = (f"its output is not softmax self-attention of its own {_names(layout)[0]} and "
-                              f"{_names(layout)[2]} (rel_l2 {distance:.3g}): a forward of its own")
+                    reason = (f"its output is not what its {family.layout(module)} parameters compute (rel_l2 "
+                              f"{distance:.3g}): a forward of its own")
             if reason is None:
                 # Copies: a later in-place operation must not rewrite what was recorded.
-                calls.append((module_name, module, layout, x.detach().clone(), y.detach().clone()))
+                calls.append((module_name, module, family, x.detach().clone(), y.detach().clone()))
             else:
                 refused.setdefault(id(module), (module_name, type(module).__name__, reason))
             return result
         return wrapped_forward
 
-    for module_name, module in modules:
+    for module_name, module, family in modules:
         wrapped.append((module, module.__dict__.get("forward")))
-        module.forward = wrapper_of(module_name, module, module.forward)
+        module.forward = wrapper_of(module_name, module, family, module.forward)
     try:
         with torch.no_grad():
             model(*example_input) if isinstance(example_input, tuple) else model(example_input)
@@ -255,7 +322,7 @@ def _record_attention_calls(model, example_input):
     recorded = {id(m) for _, m, _, _, _ in calls}
     for module_name, type_name, reason in refused.values():
         not_expressible.append({"name": module_name or "model", "type": type_name, "reason": reason})
-    for module_name, module in modules:
+    for module_name, module, _ in modules:
         if id(module) not in recorded and id(module) not in refused:
             not_expressible.append({"name": module_name or "model", "type": type(module).__name__,
                                     "reason": "the forward pass on example_input did not call it"})
@@ -315,3 +382,8 @@ def _write_text(path, text):
     with open(path + ".tmp", "w") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
+
+
+# The families export_attention_layers recognises, first match wins; a family in a file of its own
+# appends itself here (import it from attnconv_torch).
+FAMILIES = [VitAttention()]

@@ -1,0 +1,126 @@
+// The measurement every trained-attention proof shares (trained_common.hpp).
+#include "trained_common.hpp"
+
+#include <sstream>
+
+#include <xtensor/xview.hpp>
+
+#include "proof/npy.hpp"
+#include "proof/short_number.hpp"
+
+namespace attnconv {
+
+template <class T> xt::xtensor<T, 3> trained_input(const Case& c, std::uint64_t seed, std::size_t tokens, std::size_t dim) {
+  if (has_case_tensor(c, "input")) return xt::xtensor<T, 3>(load_case_batch<T>(c, "input", {tokens, dim}));
+  return xt::xtensor<T, 3>(
+      xt::reshape_view(CaseTensors(c, seed).get<T, 2>("input", {tokens, dim}), {std::size_t(1), tokens, dim}));
+}
+
+namespace {
+json as_array(const std::vector<double>& v) { return json(v); }
+}  // namespace
+
+template <class T>
+Outcome trained_outcome(const Case& c, Dtype dtype, const xt::xtensor<T, 3>& x, const TrainedLayer<T>& layer,
+                        const TokenGrid& grid, std::array<int, 2> kernel) {
+  const AttentionForward<T>& forward = layer.forward;
+  const xt::xtensor<double, 3> xd = xt::cast<double>(x), yd = xt::cast<double>(forward.y);
+  const ConvolutionalMeasure m = measure_convolutional(xd, yd, forward.p, layer.head_maps, layer.bias, grid, kernel);
+
+  Outcome out;
+  const Difference white = compare(m.y_white, m.y_grid);  // relative to the layer's output
+  set_distance(out, white);
+  const Difference lstsq = compare(m.y_lstsq, m.y_grid);
+  out.set(metric::lstsq_max_abs, lstsq.max_abs);
+  out.set(metric::lstsq_rel_l2, lstsq.rel_l2);
+  out.set(metric::identity_max_abs, m.identity_max_abs);
+  out.set(metric::identity_rel_l2, m.identity_rel_l2);
+  out.set(metric::translation_defect, m.defect);
+  out.set(metric::mass_outside, m.mass_outside_all);
+  out.set(metric::mass_extra, m.mass_extra_all);
+  out.set(metric::head_mass_outside, as_array(m.mass_outside));
+  out.set(metric::head_mass_extra, as_array(m.mass_extra));
+  out.set(metric::mean_attention_distance, as_array(m.mean_distance));
+  out.set(metric::equations, m.equations);
+  out.set(metric::unknowns, m.unknowns);
+  out.set(metric::rank, m.rank);
+  const bool under = m.equations < m.unknowns || m.rank < m.unknowns;
+  out.set(metric::underdetermined, under);
+  out.set(metric::samples, x.shape(0));
+  // The claim judged by default: the kernels are read from an identity that holds to round-off.
+  // (The module's own output is compared by the runner: reference_rel_l2.)
+  out.default_tolerance = {{metric::identity_rel_l2.name, dtype == Dtype::float32 ? 1e-4 : 1e-10}};
+
+  std::ostringstream msg;
+  const std::string k = std::to_string(kernel[0]) + "x" + std::to_string(kernel[1]);
+  msg << "measured on " << x.shape(0) << (x.shape(0) == 1 ? " sample" : " samples") << " of " << grid.h << "x"
+      << grid.w << " grid tokens (+" << grid.extra << " extra): the " << layer.family << " is " << short_number(lstsq.rel_l2)
+      << " (rel_l2) from its least-squares " << k << " convolution on this input, " << short_number(white.rel_l2)
+      << " from its white-input one; translation-invariance defect " << short_number(m.defect) << "; attention outside the window "
+      << short_number(m.mass_outside_all) << ", on extra tokens " << short_number(m.mass_extra_all)
+      << "; mean attention distance per head [";
+  for (std::size_t h = 0; h < m.mean_distance.size(); ++h) msg << (h ? ", " : "") << short_number(m.mean_distance[h]);
+  msg << "] grid steps. These distances are findings, not pass/fail, unless the case sets a tolerance on them";
+  if (under)
+    msg << ". The least squares is underdetermined (" << m.equations << " equations, " << m.unknowns
+        << " unknowns per output channel, rank " << m.rank << "): its convolution is the minimum-norm one of many";
+  out.message = msg.str();
+
+  const auto grid_tokens = [&](const xt::xtensor<double, 3>& a) { return xt::xarray<T>(xt::cast<T>(a)); };
+  // Input and output as the file gives them: (N, T, D) for a batch, (T, D) without one.
+  const auto as_given = [&](const xt::xtensor<T, 3>& a) {
+    return c.batch > 0 ? xt::xarray<T>(a) : xt::xarray<T>(xt::view(a, 0));
+  };
+  out.tensors = {{"input", as_given(x)},
+                 {"actual", as_given(forward.y)},
+                 {"lstsq_conv_weight", xt::xarray<T>(xt::cast<T>(m.lstsq_weight))},
+                 {"lstsq_conv_bias", xt::xarray<T>(xt::cast<T>(m.lstsq_bias))},
+                 {"conv_weight", xt::xarray<T>(xt::cast<T>(m.white_weight))},
+                 {"conv_bias", xt::xarray<T>(xt::cast<T>(m.white_bias))},
+                 {"lstsq_expected", grid_tokens(m.y_lstsq)},
+                 {"expected", grid_tokens(m.y_white)},
+                 {"attention", xt::xarray<T>(xt::cast<T>(forward.p))}};
+  out.reference_tensor = "actual";
+  return out;
+}
+std::vector<Metric> trained_metrics(std::vector<Metric> more) {
+  std::vector<Metric> all{metric::lstsq_max_abs,      metric::lstsq_rel_l2,      metric::identity_max_abs,
+                          metric::identity_rel_l2,    metric::translation_defect, metric::mass_outside,
+                          metric::mass_extra,         metric::head_mass_outside, metric::head_mass_extra,
+                          metric::mean_attention_distance, metric::equations,   metric::unknowns,
+                          metric::rank,               metric::underdetermined,   metric::samples};
+  all.insert(all.end(), more.begin(), more.end());
+  return distance_metrics(
+      "the layer's output on grid tokens against its white-input K1 x K2 convolution's, over the batch (a finding)",
+      std::move(all));
+}
+
+std::vector<TensorDump> trained_dumps() {
+  return {
+      {"input", "(N, T, D), or (T, D) for an input without a batch: the tokens"},
+              {"actual", "(N, T, D) or (T, D): the layer's output (the proof's, compared with reference_output)"},
+              {"lstsq_conv_weight", "(D_out, D_in, K1, K2): the least-squares convolution on this input, loadable "
+                                    "into torch.nn.Conv2d(padding='same')"},
+              {"lstsq_conv_bias", "(D_out)"},
+              {"conv_weight", "(D_out, D_in, K1, K2): the white-input convolution, loadable into "
+                              "torch.nn.Conv2d(padding='same')"},
+              {"conv_bias", "(D_out): W_out b_val + b_out"},
+              {"lstsq_expected", "(N, H*W, D_out): the least-squares convolution's output on the grid tokens"},
+              {"expected", "(N, H*W, D_out): the white-input convolution's output on the grid tokens"},
+              {"attention", "(N, N_h, T, T): the layer's attention probabilities"}};
+}
+
+double trained_memory(double t, double d, double heads, double g, std::array<int, 2> kernel) {
+  const double columns = d * kernel[0] * kernel[1] + 1;
+  // One sample (the batch is not known here): tokens, attention, the least-squares matrix twice.
+  return 8 * (4 * t * d + heads * t * t + 2 * g * columns + 3 * d * d + 4 * g * d);
+}
+
+template xt::xtensor<float, 3> trained_input<float>(const Case&, std::uint64_t, std::size_t, std::size_t);
+template xt::xtensor<double, 3> trained_input<double>(const Case&, std::uint64_t, std::size_t, std::size_t);
+template Outcome trained_outcome<float>(const Case&, Dtype, const xt::xtensor<float, 3>&, const TrainedLayer<float>&,
+                                        const TokenGrid&, std::array<int, 2>);
+template Outcome trained_outcome<double>(const Case&, Dtype, const xt::xtensor<double, 3>&,
+                                         const TrainedLayer<double>&, const TokenGrid&, std::array<int, 2>);
+
+}  // namespace attnconv
