@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 packages=(cmake make g++ git pkg-config
           xtensor-dev libxtensor-blas-dev libopenblas-dev
           libssl-dev zlib1g-dev catch2 nlohmann-json3-dev libcli11-dev librapidcheck-dev libbenchmark-dev
-          python3 python3-numpy python3-jsonschema python3-torch  # torch: the exporter and dump tests
+          python3 python3-numpy python3-jsonschema python3-torch python3-torchvision python3-sklearn  # the exporters, dump tests, trained models (sklearn: the 8x8 digits)
           gnuplot-nox
           chromium chromium-driver python3-selenium  # tests/scripts/html_browser.py
           clang libclang-rt-14-dev)  # .ci/sanitize.sh, .ci/fuzz.sh
