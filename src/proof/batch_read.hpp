@@ -25,4 +25,20 @@ class BatchRead {
   BatchTensors* previous_;
 };
 
+// While a WidenedFloat32 lives on a thread, load_case_tensor<double> there reads
+// float32 files and widens them exactly: the float64 twin of a float32 case
+// (run/case_run.cpp) reads the same files the case was checked with.
+class WidenedFloat32 {
+ public:
+  WidenedFloat32();
+  ~WidenedFloat32();
+  WidenedFloat32(const WidenedFloat32&) = delete;
+  WidenedFloat32& operator=(const WidenedFloat32&) = delete;
+
+  static bool active();
+
+ private:
+  bool previous_;
+};
+
 }  // namespace attnconv

@@ -25,7 +25,7 @@ std::vector<Metric> distance_metrics(const std::string& what, std::vector<Metric
   std::vector<Metric> metrics{max_abs, rel_l2};
   metrics.insert(metrics.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   metrics.insert(metrics.end(), {metric::reference_max_abs, metric::reference_rel_l2, metric::max_abs_per_sample,
-                                 metric::worst_sample, metric::vacuous});
+                                 metric::worst_sample, metric::float64_verdict, metric::vacuous});
   return metrics;
 }
 

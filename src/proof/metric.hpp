@@ -57,6 +57,11 @@ inline const Metric reference_rel_l2{
 inline const Metric max_abs_per_sample{
     .name = "max_abs_per_sample", .type = MetricType::array,
     .help = "a batch input: max_abs of each sample (the other metrics are the worst sample's)", .always = false};
+inline const Metric float64_verdict{
+    .name = "float64_verdict", .type = MetricType::string,
+    .help = "a float32 case that holds to round-off: the verdict of the same case in float64 (the float32 verdict is "
+            "'holds' only when this is too; docs/reports.md, \"float32\")",
+    .always = false};
 inline const Metric worst_sample{.name = "worst_sample", .type = MetricType::integer,
                                  .help = "a batch input: the sample the other metrics are of", .always = false};
 

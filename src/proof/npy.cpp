@@ -47,6 +47,14 @@ BatchRead::~BatchRead() { open_batch = previous_; }
 BatchTensors* BatchRead::current() { return open_batch; }
 
 namespace {
+thread_local bool widened_float32 = false;
+}  // namespace
+
+WidenedFloat32::WidenedFloat32() : previous_(widened_float32) { widened_float32 = true; }
+WidenedFloat32::~WidenedFloat32() { widened_float32 = previous_; }
+bool WidenedFloat32::active() { return widened_float32; }
+
+namespace {
 
 // The tensor of `key` as the file holds it (a batch: every sample), its digest
 // checked against the provenance the loader recorded.
@@ -57,7 +65,16 @@ xt::xarray<T> read_case_tensor(const Case& c, const std::string& key, const std:
   TensorSource source;
   try {
     source = tensor_source(c.weights.at(key));
-    tensor = read_tensor_source<T>(c.file, source, file_shape);
+    if constexpr (std::is_same_v<T, double>) {
+      if (WidenedFloat32::active()) {
+        NpyTensor<float> narrow = read_tensor_source<float>(c.file, source, file_shape);
+        tensor = {xt::xarray<double>(xt::cast<double>(narrow.values)), narrow.digest};
+      } else {
+        tensor = read_tensor_source<T>(c.file, source, file_shape);
+      }
+    } else {
+      tensor = read_tensor_source<T>(c.file, source, file_shape);
+    }
   } catch (const std::runtime_error& e) {
     throw InputError(where + e.what());
   }
