@@ -496,3 +496,5 @@ def _write_text(path, text):
         f.write(text)
     os.replace(path + ".tmp", path)
 from attnconv_torch_attention import export_attention_layers  # noqa: E402,F401  (issue 23: attention layers)
+import attnconv_torch_nat  # noqa: E402,F401  (issue 23: NATTEN's NeighborhoodAttention2D)
+import attnconv_torch_gaussian  # noqa: E402,F401  (issue 23: epfml's GaussianSelfAttention)
