@@ -497,3 +497,5 @@ def _write_text(path, text):
     os.replace(path + ".tmp", path)
 from attnconv_torch_attention import export_attention_layers  # noqa: E402,F401  (issue 23: attention layers)
 import attnconv_torch_swin  # noqa: E402,F401  (issue 23: Swin window attention, liu2021.trained_window_attention)
+import attnconv_torch_nat  # noqa: E402,F401  (issue 23: NATTEN's NeighborhoodAttention2D)
+import attnconv_torch_gaussian  # noqa: E402,F401  (issue 23: epfml's GaussianSelfAttention)
