@@ -9,6 +9,8 @@
 #include "cases/case_weights.hpp"
 #include "proof/batch_read.hpp"
 #include "proof/npy.hpp"
+#include "io/sizes.hpp"
+#include "run/resources.hpp"
 #include "metrics/compare.hpp"
 
 namespace attnconv {
@@ -201,6 +203,12 @@ json run_case(const Case& c, const RunOptions& options) {
       const std::string dir = (std::filesystem::path(options.dump_dir) / c.name).string();
       dump_tensors(dir, outcome.tensors);
     }
+  } catch (const std::bad_alloc&) {
+    return error_entry(c,
+                       "out of memory: the machine could not give this case what it needed (its estimate was " +
+                           format_bytes(case_memory_estimate(c)) +
+                           "); run it alone, on a larger machine, or with smaller sizes",
+                       seconds_since(start));
   } catch (const std::exception& e) {
     return error_entry(c, e.what(), seconds_since(start));
   }
