@@ -382,6 +382,19 @@ std::vector<FigureData> figures(const Case& c, const NearestParams& p, const jso
   return {with_dtype(p.dtype, [&](auto tag) { return attention_figure<decltype(tag)>(c, p); })};
 }
 
+// Bytes at the peak, measured (issue 24, A3): the per-head maps M_h = W_val^h W_out^h and
+// their copies, 2 x heads x C_in x C_out doubles, dominate; then the heads' attention over the
+// padded image (heads x (HW)^2 at most), the layer's weights and the images; plus the process
+// (64 MiB, the fallback of run/resources.cpp).
+double memory_estimate(const NearestParams& p) {
+  const double heads = double(p.heads), c_in = double(p.in_channels), c_out = double(p.out_channels);
+  const double pixels = double(p.image[0] + 2 * 7) * double(p.image[1] + 2 * 7);
+  const double doubles = 2 * heads * c_in * c_out + heads * pixels * pixels +
+                         heads * (c_in * (p.head_dim + 2 * p.key_dim) + p.head_dim * c_out) +
+                         4 * pixels * (c_in + c_out);
+  return 64.0 * 1024 * 1024 + 8 * doubles;
+}
+
 using P = NearestParams;
 const bool registered = register_proof(make_proof<P>({
     .id = "cordonnier2020.nearest_convolution",
@@ -440,6 +453,7 @@ const bool registered = register_proof(make_proof<P>({
                {"expected", "the nearest convolution's output"},
                {"actual", "the layer's output"},
                {"attention", "(N_h, H, W): each head's attention for the reference query"}},
+    .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
     .figures = figures,
 }));
