@@ -89,6 +89,15 @@ void check(GpsaParams& p, const Case&, const Request&) {
                                      std::to_string(p.image[0]) + "x" + std::to_string(p.image[1]) +
                                      " image: a side may be at most the image's, and an even side must be smaller");
   }
+  // ConViT's GPSA (facebookresearch/convit, get_rel_indices) takes the grid's
+  // side as int(N ** 0.5): it raises on a non-square N and gives a grid like
+  // [2, 8] the 4 x 4 geometry. A non-square grid has no official counterpart:
+  // refused (docs/positional_encodings.md, "Non-square grids").
+  if (p.image[0] != p.image[1])
+    throw ParamError("image", "ConViT's GPSA assumes a square grid of patches (its get_rel_indices takes the side "
+                              "int(N ** 0.5), raising on a non-square N and giving [2, 8] the 4 x 4 geometry): a " +
+                                  std::to_string(p.image[0]) + " x " + std::to_string(p.image[1]) +
+                                  " image has no official counterpart; give a square [H, H]");
 }
 
 TensorShapes expected_tensors(const GpsaParams& p) {

@@ -6,18 +6,25 @@
 
 namespace attnconv {
 
-template <class T> RelativeBias<T> window_bias(const Matrix<T>& logits, std::size_t length, BiasOutsideWindow outside) {
-  const long k = long(logits.shape(1) / 2), l = long(length);
+template <class T>
+RelativeBias<T> window_bias(const Matrix<T>& logits, std::size_t length, BiasOutsideWindow outside,
+                            std::size_t padding_l) {
+  const long first = -long(padding_l), last = long(logits.shape(1)) - 1 - long(padding_l), l = long(length);
+  if (last < 0) throw std::invalid_argument("window_bias: padding_l must be below the number of taps");
   RelativeBias<T> beta = xt::zeros<T>({logits.shape(0), 2 * length - 1});
   for (std::size_t h = 0; h < logits.shape(0); ++h)
     for (long delta = -(l - 1); delta <= l - 1; ++delta) {
-      const bool inside = std::abs(delta) <= k;
-      const long tap = std::clamp(delta, -k, k) + k;
+      const bool inside = first <= delta && delta <= last;
+      const long tap = std::clamp(delta, first, last) - first;
       beta(h, std::size_t(delta + l - 1)) = inside || outside == BiasOutsideWindow::clipped
                                                 ? logits(h, std::size_t(tap))
                                                 : -std::numeric_limits<T>::infinity();
     }
   return beta;
+}
+
+template <class T> RelativeBias<T> window_bias(const Matrix<T>& logits, std::size_t length, BiasOutsideWindow outside) {
+  return window_bias(logits, length, outside, logits.shape(1) / 2);
 }
 
 template <class T> Vector<T> relative_bias_row(const RelativeBias<T>& beta, std::size_t h, std::size_t i) {
@@ -31,7 +38,8 @@ template <class T> Vector<T> relative_bias_row(const RelativeBias<T>& beta, std:
   return row;
 }
 
-template <class T> Sequence<T> relative_bias_attention(const Sequence<T>& x, const RelativeBias<T>& beta) {
+template <class T>
+Sequence<T> relative_bias_attention(const Sequence<T>& x, const RelativeBias<T>& beta, HeadLayout layout) {
   const std::size_t channels = x.shape(0), length = x.shape(1), heads = beta.shape(0);
   if (heads == 0 || channels % heads != 0)
     throw std::invalid_argument("relative_bias_attention: heads must divide channels");
@@ -40,16 +48,24 @@ template <class T> Sequence<T> relative_bias_attention(const Sequence<T>& x, con
   for (std::size_t h = 0; h < heads; ++h)
     for (std::size_t i = 0; i < length; ++i) {
       const Vector<T> p = relative_bias_row(beta, h, i);
-      for (std::size_t c = h * (channels / heads); c < (h + 1) * (channels / heads); ++c)
-        for (std::size_t j = 0; j < length; ++j) y(c, i) += p(j) * x(c, j);
+      for (std::size_t c = 0; c < channels; ++c)
+        if (channel_head(c, channels, heads, layout) == h)
+          for (std::size_t j = 0; j < length; ++j) y(c, i) += p(j) * x(c, j);
     }
   return y;
 }
+template <class T> Sequence<T> relative_bias_attention(const Sequence<T>& x, const RelativeBias<T>& beta) {
+  return relative_bias_attention(x, beta, HeadLayout::contiguous);
+}
 
+template RelativeBias<float> window_bias(const Matrix<float>&, std::size_t, BiasOutsideWindow, std::size_t);
+template RelativeBias<double> window_bias(const Matrix<double>&, std::size_t, BiasOutsideWindow, std::size_t);
 template RelativeBias<float> window_bias(const Matrix<float>&, std::size_t, BiasOutsideWindow);
 template RelativeBias<double> window_bias(const Matrix<double>&, std::size_t, BiasOutsideWindow);
 template Vector<float> relative_bias_row(const RelativeBias<float>&, std::size_t, std::size_t);
 template Vector<double> relative_bias_row(const RelativeBias<double>&, std::size_t, std::size_t);
+template Sequence<float> relative_bias_attention(const Sequence<float>&, const RelativeBias<float>&, HeadLayout);
+template Sequence<double> relative_bias_attention(const Sequence<double>&, const RelativeBias<double>&, HeadLayout);
 template Sequence<float> relative_bias_attention(const Sequence<float>&, const RelativeBias<float>&);
 template Sequence<double> relative_bias_attention(const Sequence<double>&, const RelativeBias<double>&);
 

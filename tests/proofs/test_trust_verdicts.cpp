@@ -202,8 +202,8 @@ TEST_CASE("C10: convit_gpsa refuses a window that cannot sit on the image, namin
     CHECK(ran.result.code == 2);
     CHECK(contains(ran.result.output, "key 'params.image'"));
   }
-  // An odd window as large as the image, and an even one smaller, run.
-  const Ran fits = run_cases(dir, {gpsa({7, 8}, {7, 6})});
+  // An odd window as large as the image, and an even one smaller, run (on a square grid: issue 25.5).
+  const Ran fits = run_cases(dir, {gpsa({7, 7}, {7, 6})});
   INFO(fits.result.output);
   CHECK(fits.result.code != 2);
   REQUIRE(fits.report.is_object());

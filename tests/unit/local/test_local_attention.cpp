@@ -68,11 +68,16 @@ TEST_CASE("neighborhood attention matches every PyTorch fixture", "[local_attent
 TEST_CASE("Swin window attention matches every PyTorch fixture, and Han et al.'s locally connected form equals it",
           "[local_attention]") {
   const auto fixtures = testing::torch_fixtures("local", "cases", "swin");
-  REQUIRE(fixtures.size() >= 4);
+  REQUIRE(fixtures.size() >= 7);
   for (const auto& f : fixtures) {
     INFO("fixture " << f.name());
     const Matrix<double> table = f.load("table");
-    const int window = f.entry["window"].get<int>(), shift = f.entry["shift"].get<int>();
+    // window and shift: M or [M1, M2] (rectangular windows, a shift per axis).
+    const auto extent = [&](const char* key) {
+      const auto& v = f.entry[key];
+      return v.is_array() ? Extent2{v[0].get<int>(), v[1].get<int>()} : Extent2{v.get<int>(), v.get<int>()};
+    };
+    const Extent2 window = extent("window"), shift = extent("shift");
     const HeadMaps<double> q = f.load("q"), k = f.load("k"), v = f.load("v");
     const HeadMaps<double> out = swin_window_attention(q, k, v, table, window, shift);
     CHECK(relative_max(out, f.load<HeadMaps<double>>("output")) < 1e-12);

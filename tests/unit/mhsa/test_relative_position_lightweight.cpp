@@ -15,18 +15,40 @@
 
 using namespace attnconv;
 
-TEST_CASE("relative-bias attention and the lightweight convolution match PyTorch", "[relative_position_lightweight]") {
-  for (const auto& fixture : testing::torch_fixtures("positional", "lightweight")) {
+TEST_CASE("relative-bias attention and the lightweight convolution match PyTorch, for both fairseq classes",
+          "[relative_position_lightweight]") {
+  const auto fixtures = testing::torch_fixtures("positional", "lightweight");
+  REQUIRE(fixtures.size() >= 5);
+  for (const auto& fixture : fixtures) {
     INFO(fixture.entry.dump());
     const Sequence<double> x = fixture.load("input");
     const Matrix<double> w = fixture.load("kernel_logits");
-    const std::size_t l = x.shape(1);
-    CHECK(compare(lightweight_conv1d(x, w), fixture.load<Sequence<double>>("lightweight")).max_abs <= 1e-15);
-    CHECK(compare(relative_bias_attention(x, window_bias(w, l, BiasOutsideWindow::masked)),
+    const std::size_t l = x.shape(1), k = w.shape(1) / 2;
+    const HeadLayout layout = fixture.entry.value("class", "LightweightConv1dTBC") == "LightweightConv1d"
+                                  ? HeadLayout::interleaved
+                                  : HeadLayout::contiguous;
+    const std::size_t padding_l = fixture.entry.value("padding", "same") == "causal" ? 2 * k : k;
+    Sequence<double> conv = lightweight_conv1d(x, w, layout, padding_l);
+    if (fixture.entry.value("bias", false)) conv += xt::view(fixture.load<Vector<double>>("bias"), xt::all(), xt::newaxis());
+    CHECK(compare(conv, fixture.load<Sequence<double>>("lightweight")).max_abs <= 1e-15);
+    CHECK(compare(relative_bias_attention(x, window_bias(w, l, BiasOutsideWindow::masked, padding_l), layout),
                   fixture.load<Sequence<double>>("masked")).max_abs <= 1e-15);
-    CHECK(compare(relative_bias_attention(x, window_bias(w, l, BiasOutsideWindow::clipped)),
+    CHECK(compare(relative_bias_attention(x, window_bias(w, l, BiasOutsideWindow::clipped, padding_l), layout),
                   fixture.load<Sequence<double>>("clipped")).max_abs <= 1e-15);
   }
+}
+
+TEST_CASE("fairseq's two classes differ with more than one head, agree with one", "[relative_position_lightweight]") {
+  const Sequence<double> x = {{1, -2, 3, 0.5}, {0, 1, -1, 2}, {2, 2, -3, 1}, {-1, 0.5, 0, 1}};
+  const Matrix<double> two = {{0.25, -0.5, 1.0}, {1.0, 0.0, -1.0}}, one = {{0.25, -0.5, 1.0}};
+  CHECK(compare(lightweight_conv1d(x, two, HeadLayout::contiguous, 1), lightweight_conv1d(x, two, HeadLayout::interleaved, 1))
+            .max_abs > 0.1);
+  CHECK(compare(lightweight_conv1d(x, one, HeadLayout::contiguous, 1), lightweight_conv1d(x, one, HeadLayout::interleaved, 1))
+            .max_abs == 0);
+  // Causal (padding_l = K - 1): the first output sees only x[0].
+  const Sequence<double> causal = lightweight_conv1d(x, one, HeadLayout::contiguous, 2);
+  const double e = std::exp(1.0), total = std::exp(0.25) + std::exp(-0.5) + e;
+  CHECK(causal(0, 0) == Approx(e / total * 1).epsilon(1e-14));
 }
 
 TEST_CASE("masked: equal on the interior, different in the end bands", "[relative_position_lightweight]") {
