@@ -11,6 +11,7 @@
 #include <string>
 #include <xtensor/xview.hpp>
 
+#include "local/neighborhood_attention.hpp"
 #include "mhsa/mhsa_layer.hpp"
 #include "ops/geometry.hpp"
 #include "tensor/random.hpp"
@@ -156,6 +157,42 @@ inline LayerSample layer_sample(bool positional_only) {
   if (shared)
     for (auto& head : layer.heads) head.v = layer.heads[0].v, head.w_key_hat = layer.heads[0].w_key_hat;
   return {std::move(layer), random_tokens<double>(seed, height * width, shape.d_in), height, width, d.str()};
+}
+
+// Neighborhood attention on random maps: per axis a window 1..5 (odd or even),
+// a stride 1..w, a dilation 1..3, causal or not, an axis of w d + 0..4 pixels,
+// 1..2 heads, with or without an rpb (NATTEN's parameters, src/local/neighborhood_attention.hpp).
+struct NeighborhoodSample {
+  HeadMaps<double> q, k, v;
+  xt::xtensor<double, 3> rpb;  // empty: no bias
+  Neighborhood axes;
+  std::string description;
+};
+inline NeighborhoodSample neighborhood_sample() {
+  Neighborhood axes;
+  std::array<int, 2> size{};
+  std::ostringstream d;
+  for (std::size_t a = 0; a < 2; ++a) {
+    NeighborhoodAxis& axis = axes[a];
+    axis.window = *rc::gen::inRange(1, 6);
+    axis.stride = *rc::gen::inRange(1, axis.window + 1);
+    axis.dilation = *rc::gen::inRange(1, 4);
+    axis.causal = *rc::gen::arbitrary<bool>();
+    size[a] = axis.window * axis.dilation + *rc::gen::inRange(0, 5);
+    d << (a ? ", columns " : "rows ") << size[a] << ": window " << axis.window << " stride " << axis.stride
+      << " dilation " << axis.dilation << (axis.causal ? " causal" : "");
+  }
+  const std::size_t heads = std::size_t(*rc::gen::inRange(1, 3)), h = std::size_t(size[0]), w = std::size_t(size[1]);
+  const bool biased = *rc::gen::arbitrary<bool>();
+  const auto seed = std::uint64_t(*rc::gen::inRange(0, 1000));
+  d << ", heads " << heads << (biased ? ", rpb" : ", no rpb") << ", seed " << seed;
+  Random random(seed);
+  NeighborhoodSample s{random.uniform_tensor<double, 4>({heads, h, w, 2}), random.uniform_tensor<double, 4>({heads, h, w, 2}),
+                       random.uniform_tensor<double, 4>({heads, h, w, 3}), xt::xtensor<double, 3>({0, 0, 0}), axes, d.str()};
+  if (biased)
+    s.rpb = random.uniform_tensor<double, 3>(
+        {heads, std::size_t(2 * axes[0].window - 1), std::size_t(2 * axes[1].window - 1)});
+  return s;
 }
 
 }  // namespace attnconv::samples

@@ -72,6 +72,13 @@ template <> struct FieldValue<std::array<int, 2>> {
   }
   static json write(const std::array<int, 2>& v) { return v[0] == v[1] ? json(v[0]) : json::array({v[0], v[1]}); }
 };
+template <> struct FieldValue<std::array<bool, 2>> {
+  static constexpr ParamKind kind = ParamKind::bool_pair;
+  static std::array<bool, 2> read(const json& v) {
+    return v.is_array() ? std::array<bool, 2>{v[0].get<bool>(), v[1].get<bool>()} : std::array<bool, 2>{v.get<bool>(), v.get<bool>()};
+  }
+  static json write(const std::array<bool, 2>& v) { return v[0] == v[1] ? json(v[0]) : json::array({v[0], v[1]}); }
+};
 template <> struct FieldValue<std::array<double, 2>> {
   static constexpr ParamKind kind = ParamKind::number_pair;
   static std::array<double, 2> read(const json& v) { return {v[0].get<double>(), v[1].get<double>()}; }

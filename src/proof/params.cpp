@@ -17,6 +17,7 @@ std::string to_string(ParamKind kind) {
     case ParamKind::padding: return "an integer, [ph, pw], [top, bottom, left, right], \"same\" or \"valid\"";
     case ParamKind::number_pair: return "a pair of numbers [a, b]";
     case ParamKind::int_pair_or_auto: return "\"auto\", an integer or a pair of integers";
+    case ParamKind::bool_pair: return "true, false or a pair of them";
   }
   return "?";
 }
@@ -64,6 +65,11 @@ std::string check_param(const ParamSpec& spec, const json& value) {
       return check_bounds(spec, value.get<double>());
     case ParamKind::boolean:
       return value.is_boolean() ? "" : expected;
+    case ParamKind::bool_pair:
+      return value.is_boolean() || (value.is_array() && value.size() == 2 && value[0].is_boolean() &&
+                                    value[1].is_boolean())
+                 ? ""
+                 : expected;
     case ParamKind::string:
       if (!value.is_string()) return expected;
       if (!spec.choices.empty() &&

@@ -23,6 +23,7 @@ enum class ParamKind {
   padding,   // n, [ph, pw], [top, bottom, left, right], "same" or "valid"
   number_pair,  // [a, b] of finite numbers
   int_pair_or_auto,  // "auto", n or [a, b]
+  bool_pair,  // true, false or [a, b] of booleans
 };
 
 struct ParamSpec {

@@ -83,6 +83,11 @@ json param_schema(const ParamSpec& spec) {
       break;
     }
     case ParamKind::boolean: s = {{"type", "boolean"}}; break;
+    case ParamKind::bool_pair: {
+      const json item = {{"type", "boolean"}};
+      s = {{"oneOf", {item, {{"type", "array"}, {"items", item}, {"minItems", 2}, {"maxItems", 2}}}}};
+      break;
+    }
     case ParamKind::string: {
       s = {{"type", "string"}};
       if (!spec.choices.empty()) s["enum"] = spec.choices;

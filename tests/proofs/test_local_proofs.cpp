@@ -84,10 +84,12 @@ TEST_CASE("bad local-attention parameters are errors naming the key", "[local_pr
   const json na = {{"image", {9, 9}}, {"kernel", 3}, {"in_channels", 1}, {"out_channels", 1}};
   CHECK(error_of("hassani2023.neighborhood_attention", na).empty());
   json p = na;
-  p["kernel"] = 4;
-  CHECK_THAT(error_of("hassani2023.neighborhood_attention", p), Catch::Contains("params.kernel"));
-  p = na, p["kernel"] = {3, 5};
-  CHECK_THAT(error_of("hassani2023.neighborhood_attention", p), Catch::Contains("params.kernel"));
+  p["kernel"] = 4, p["window"] = 3;  // even kernels are taken; the window must hold them
+  CHECK_THAT(error_of("hassani2023.neighborhood_attention", p), Catch::Contains("params.window"));
+  p = na, p["stride"] = 4;  // NATTEN: stride <= window
+  CHECK_THAT(error_of("hassani2023.neighborhood_attention", p), Catch::Contains("params.stride"));
+  p = na, p["causal"] = {true, 1};
+  CHECK_THAT(error_of("hassani2023.neighborhood_attention", p), Catch::Contains("params.causal"));
   p = na, p["window"] = 2;
   CHECK_THAT(error_of("hassani2023.neighborhood_attention", p), Catch::Contains("params.window"));
   p = na, p["dilation"] = 4;

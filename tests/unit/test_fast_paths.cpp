@@ -18,6 +18,8 @@
 #include "property.hpp"
 #include "reference/conv.hpp"
 #include "reference/mhsa.hpp"
+#include "reference/neighborhood_attention.hpp"
+#include "local/neighborhood_attention.hpp"
 #include "samples.hpp"
 
 namespace {
@@ -92,6 +94,12 @@ const FastPath fast_paths[] = {
        const bool positional_only = *rc::gen::arbitrary<bool>();
        return mhsa_row(positional_only,
                        [](const auto& s) { return run_mhsa(Engine::auto_, s.layer, s.x, s.height, s.width).y; });
+     }},
+    {"neighborhood_attention (src/local/)", "every window, stride, dilation and causal flag, with or without rpb", 1e-12,
+     [] {
+       const auto s = samples::neighborhood_sample();
+       return sample_run(neighborhood_attention(s.q, s.k, s.v, s.rpb, s.axes),
+                         reference::neighborhood_attention(s.q, s.k, s.v, s.rpb, s.axes), s.description);
      }},
 };
 
