@@ -71,7 +71,9 @@ void write_junit(const json& report, const std::string& file) {
 
 // DIR/report.html of a report written to DIR/report.json, when asked for.
 void write_html(const json& report, const std::string& report_file, bool wanted) {
-  if (wanted) write_file_atomic(html_path_beside(report_file), html_report(report, report_file));
+  if (wanted)
+    write_file_atomic(html_path_beside(report_file),
+                      [&](const TextSink& sink) { write_html_report(report, report_file, HtmlLimits{}, sink); });
 }
 
 int merge(const WorkflowOptions& options) {
@@ -113,9 +115,11 @@ int html(const WorkflowOptions& options) {
   const std::string out = options.html_out.empty() ? html_path_beside(report) : options.html_out;
   check_outputs({{"the report", report}}, {{"the page", out}}, {});
   const HtmlLimits limits{*parse_html_limit(options.html_figures), *parse_html_limit(options.html_details)};
-  const std::string page = html_report(read_validated_report(report), report, limits);
-  try {
-    write_file_atomic(out, page);
+  const json validated = read_validated_report(report);
+  try {  // written as it is made: the page is never held whole
+    write_file_atomic(out, [&](const TextSink& sink) { write_html_report(validated, report, limits, sink); });
+  } catch (const InputError&) {
+    throw;  // the report (exit 2), nothing written
   } catch (const std::exception& e) {
     throw OutputError(e.what());
   }

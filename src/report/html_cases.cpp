@@ -111,7 +111,7 @@ std::vector<std::size_t> table_order(const nlohmann::json& cases) {
   return order;
 }
 
-std::string html_cases_table(const nlohmann::json& cases, const CaseLinks& links) {
+void html_cases_table(const nlohmann::json& cases, const CaseLinks& links, const std::function<void(std::string_view)>& sink) {
   static constexpr const char* columns[][2] = {{"name", ""},  {"proof", ""},  {"status", ""},      {"verdict", ""},
                                                {"max_abs", "n"}, {"rel_l2", "n"}, {"bound", "n"}, {"seconds", "n"}};
   // fixed column widths: the browser lays out 10 000 rows without measuring each (html_assets.cpp)
@@ -119,10 +119,10 @@ std::string html_cases_table(const nlohmann::json& cases, const CaseLinks& links
                     "<col style=\"width:11%\"><col span=\"4\" style=\"width:9.5%\"></colgroup><thead><tr>";
   for (const auto& [label, kind] : columns)
     out += std::string("<th") + (*kind ? " data-num=\"1\"" : "") + "><button type=\"button\">" + label + "</button></th>";
-  out += "</tr></thead>\n";
+  sink(out + "</tr></thead>\n");
   const std::vector<std::size_t> order = table_order(cases);  // what a reader looks for first
-  for (std::size_t k = 0; k < order.size(); ++k) out += case_body(cases[order[k]], order[k], links, k < links.details);
-  return out + "</table>";
+  for (std::size_t k = 0; k < order.size(); ++k) sink(case_body(cases[order[k]], order[k], links, k < links.details));
+  sink("</table>");
 }
 
 }  // namespace attnconv

@@ -3,8 +3,10 @@
 // (name, proof, status, verdict, max_abs, rel_l2, bound, seconds) and a
 // <details> with its params, metrics, message, tensors' provenance and
 // figures. Failed and errored cases first, then the others in report order.
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,7 +23,8 @@ struct CaseLinks {
   std::string omitted;
 };
 
-std::string html_cases_table(const nlohmann::json& cases, const CaseLinks& links);
+// The table, passed to `out` a case at a time.
+void html_cases_table(const nlohmann::json& cases, const CaseLinks& links, const std::function<void(std::string_view)>& out);
 
 // The table's order of the cases (indices in report order): failed, then
 // errored, then the others, each in report order.

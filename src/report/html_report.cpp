@@ -155,6 +155,13 @@ std::optional<std::size_t> parse_html_limit(const std::string& text) {
 }
 
 std::string html_report(const json& report, const std::string& source, const HtmlLimits& limits) {
+  std::string page;
+  write_html_report(report, source, limits, [&](std::string_view piece) { page += piece; });
+  return page;
+}
+
+void write_html_report(const json& report, const std::string& source, const HtmlLimits& limits,
+                       const std::function<void(std::string_view)>& out) {
   check_report_cases(report, "html");
   const json& cases = report["cases"];
   const std::vector<AlphaSweep> sweeps = alpha_sweeps(report);
@@ -177,7 +184,7 @@ std::string html_report(const json& report, const std::string& source, const Htm
   }
   const std::size_t sweeps_omitted = sweeps.size() > limits.figures ? sweeps.size() - limits.figures : 0;
 
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+  out("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
          "script-src 'unsafe-inline'; img-src data:\">"
          "<meta name=\"viewport\" content=\"width=device-width\"><link rel=\"icon\" href=\"data:,\">"
@@ -190,9 +197,10 @@ std::string html_report(const json& report, const std::string& source, const Htm
          "placeholder=\"name, proof, verdict, message\"></label> <label>status <select id=\"filter-status\">"
          "<option value=\"\">all</option><option value=\"pass\">pass</option><option value=\"fail\">fail</option><option value=\"error\">error</option></select>"
          "</label> <span id=\"shown\" aria-live=\"polite\"></span></div>" +
-         omitted_note(source, cases.size(), limits.details, drawn, drawable.size() - tried, sweeps_omitted) +
-         html_cases_table(cases, links) + "</section>" + sweeps_section(sweeps, limits.figures) + findings_section(cases) +
-         "<script>" + html_script + "</script></body></html>\n";
+         omitted_note(source, cases.size(), limits.details, drawn, drawable.size() - tried, sweeps_omitted));
+  html_cases_table(cases, links, out);
+  out("</section>" + sweeps_section(sweeps, limits.figures) + findings_section(cases) + "<script>" + html_script +
+      "</script></body></html>\n");
 }
 
 }  // namespace attnconv

@@ -5,8 +5,10 @@
 // HTML, so it reads without JavaScript, which only sorts, filters and opens
 // rows. Every string taken from the report is escaped.
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +29,11 @@ struct HtmlLimits {
 // The page of `report`; `source` names the report in the page's title.
 // Throws InputError for a report without a list of cases.
 std::string html_report(const nlohmann::json& report, const std::string& source, const HtmlLimits& limits = {});
+
+// The same page passed to `out` piece by piece (a case at a time), for a
+// writer that never holds the whole page.
+void write_html_report(const nlohmann::json& report, const std::string& source, const HtmlLimits& limits,
+                       const std::function<void(std::string_view)>& out);
 
 // A limit as `--figures` and `--details` take it: a count, or "all"; empty
 // when `text` is neither.
