@@ -2,8 +2,9 @@
 // `attnconv html REPORT.json`, `run --html`, `merge --html`: a report as one
 // self-contained HTML page (docs/reports.md): CSS, script and
 // figures (SVG) inline, nothing loaded from the network; every case in the
-// HTML, so it reads without JavaScript, which only sorts, filters and opens
-// rows. Every string taken from the report is escaped.
+// HTML (its details and figures up to HtmlLimits), so it reads without
+// JavaScript, which only sorts, filters and opens rows. Every string taken
+// from the report is escaped.
 #include <cstddef>
 #include <functional>
 #include <optional>
