@@ -42,6 +42,19 @@ void add_workflow_commands(CLI::App& app, WorkflowOptions& options) {
   options.html_command = app.add_subcommand("html", "write a report as one self-contained HTML page (inline CSS, script, SVG)");
   options.html_command->add_option("report", options.reports, "report.json")->required()->expected(1);
   options.html_command->add_option("--out", options.html_out, "the page (default: report.html beside the report)");
+  const CLI::Validator limit(
+      [](std::string& value) {
+        return parse_html_limit(value) ? std::string() : "must be a count of cases or \"all\", got " + value;
+      },
+      "N|all");
+  options.html_command
+      ->add_option("--figures", options.html_figures, "draw the figures of the first N cases of the table (failed first) and N sweeps")
+      ->check(limit)
+      ->capture_default_str();
+  options.html_command
+      ->add_option("--details", options.html_details, "show params, metrics and provenance of the first N cases of the table")
+      ->check(limit)
+      ->capture_default_str();
 
   options.schema = app.add_subcommand("schema", "print the JSON Schema of case files or reports, from the proof registry");
   options.schema->add_option("kind", options.schema_kind, "cases | report")->required()->check(CLI::IsMember(std::vector<std::string>{"cases", "report"}));
@@ -58,7 +71,9 @@ void write_junit(const json& report, const std::string& file) {
 
 // DIR/report.html of a report written to DIR/report.json, when asked for.
 void write_html(const json& report, const std::string& report_file, bool wanted) {
-  if (wanted) write_file_atomic(html_path_beside(report_file), html_report(report, report_file));
+  if (wanted)
+    write_file_atomic(html_path_beside(report_file),
+                      [&](const TextSink& sink) { write_html_report(report, report_file, HtmlLimits{}, sink); });
 }
 
 int merge(const WorkflowOptions& options) {
@@ -99,9 +114,12 @@ int html(const WorkflowOptions& options) {
   const std::string& report = options.reports.at(0);
   const std::string out = options.html_out.empty() ? html_path_beside(report) : options.html_out;
   check_outputs({{"the report", report}}, {{"the page", out}}, {});
-  const std::string page = html_report(read_validated_report(report), report);
-  try {
-    write_file_atomic(out, page);
+  const HtmlLimits limits{*parse_html_limit(options.html_figures), *parse_html_limit(options.html_details)};
+  const json validated = read_validated_report(report);
+  try {  // written as it is made: the page is never held whole
+    write_file_atomic(out, [&](const TextSink& sink) { write_html_report(validated, report, limits, sink); });
+  } catch (const InputError&) {
+    throw;  // the report (exit 2), nothing written
   } catch (const std::exception& e) {
     throw OutputError(e.what());
   }

@@ -3,7 +3,7 @@
 //   run … [--shard I/N] [--junit FILE] [--quiet]
 //   merge REPORT… [--out DIR] [--junit FILE]
 //   plot REPORT [--out DIR] [--filter GLOB]
-//   html REPORT [--out FILE]; run … --html and merge … --html
+//   html REPORT [--out FILE] [--figures N|all] [--details N|all]; run … --html and merge … --html
 //   schema cases|report
 #include <memory>
 #include <optional>
@@ -27,6 +27,7 @@ struct WorkflowOptions {
   CLI::App *merge = nullptr, *plot = nullptr, *html_command = nullptr, *schema = nullptr;
   std::vector<std::string> reports;
   std::string merge_out = "reports", plot_out = "figures", plot_filter, html_out, schema_kind;
+  std::string html_figures = "100", html_details = "20000";  // html: HtmlLimits, a count or "all"
 };
 
 void add_run_options(CLI::App& run, WorkflowOptions& options);

@@ -17,8 +17,8 @@ namespace {
 // repeated keys (SAX interface of nlohmann::json::sax_parse).
 class StrictReader {
  public:
-  StrictReader(json& result, std::string text, std::string path)
-      : dom_(result, false), text_(std::move(text)), path_(std::move(path)) {}
+  StrictReader(json& result, const std::string& text, std::string path)  // `text` outlives the reader
+      : dom_(result, false), text_(text), path_(std::move(path)) {}
 
   bool null() { return value(), dom_.null(); }
   bool boolean(bool v) { return value(), dom_.boolean(v); }
@@ -117,7 +117,8 @@ class StrictReader {
   std::string where() const { return path_ + ": " + (case_label().empty() ? "" : case_label() + ": "); }
 
   nlohmann::detail::json_sax_dom_parser<json> dom_;
-  std::string text_, path_;
+  const std::string& text_;  // for the line and column of an error, not copied (a report may be 1 GiB)
+  std::string path_;
   std::vector<Frame> frames_;
   std::map<std::size_t, std::string> case_names_;
 };

@@ -77,13 +77,14 @@ std::string provenance_lines(const nlohmann::json& provenance) {
   return out;
 }
 
-std::string case_body(const nlohmann::json& c, std::size_t i, const CaseLinks& links) {
+std::string case_body(const nlohmann::json& c, std::size_t i, const CaseLinks& links, bool detailed) {
   std::string out = "<tbody id=" + case_anchor(i) + " data-status=\"" + xml_escape(c.value("status", "")) +
                     "\"><tr class=row><td>" + text_of(c, "name") + "<td>" + text_of(c, "proof") + "<td>" +
                     text_of(c, "status") + "<td>" + text_of(c, "verdict") + number_cell(metric_value(c, "max_abs")) +
                     number_cell(metric_value(c, "rel_l2")) + number_cell(metric_value(c, "bound")) +
                     number_cell(c.value("seconds", nlohmann::json()).is_number() ? c["seconds"].get<double>() : std::nan("")) +
                     "<tr><td colspan=8><details><summary>details</summary><p class=msg>" + text_of(c, "message") + "</p>";
+  if (!detailed) return out + "<p class=omit>" + links.omitted + "</p></details>\n";
   nlohmann::json about = nlohmann::json::object();
   for (const char* key : {"file", "expect", "tolerance"})  // the name holds the sweep point
     if (c.contains(key) && !(c[key].is_object() && c[key].empty())) about[key] = c[key];
@@ -100,7 +101,17 @@ std::string case_body(const nlohmann::json& c, std::size_t i, const CaseLinks& l
 
 }  // namespace
 
-std::string html_cases_table(const nlohmann::json& cases, const CaseLinks& links) {
+std::vector<std::size_t> table_order(const nlohmann::json& cases) {
+  std::vector<std::size_t> order;
+  order.reserve(cases.size());
+  const auto failed = [](const json& c) { return entry_status(c) == Status::fail || entry_status(c) == Status::error; };
+  for (const std::optional<Status> status : {std::optional(Status::fail), std::optional(Status::error), std::optional<Status>()})
+    for (std::size_t i = 0; i < cases.size(); ++i)
+      if (status ? entry_status(cases[i]) == status : !failed(cases[i])) order.push_back(i);
+  return order;
+}
+
+void html_cases_table(const nlohmann::json& cases, const CaseLinks& links, const std::function<void(std::string_view)>& sink) {
   static constexpr const char* columns[][2] = {{"name", ""},  {"proof", ""},  {"status", ""},      {"verdict", ""},
                                                {"max_abs", "n"}, {"rel_l2", "n"}, {"bound", "n"}, {"seconds", "n"}};
   // fixed column widths: the browser lays out 10 000 rows without measuring each (html_assets.cpp)
@@ -108,13 +119,10 @@ std::string html_cases_table(const nlohmann::json& cases, const CaseLinks& links
                     "<col style=\"width:11%\"><col span=\"4\" style=\"width:9.5%\"></colgroup><thead><tr>";
   for (const auto& [label, kind] : columns)
     out += std::string("<th") + (*kind ? " data-num=\"1\"" : "") + "><button type=\"button\">" + label + "</button></th>";
-  out += "</tr></thead>\n";
-  // failed and errored first (what a reader looks for), each in report order
-  const auto failed = [](const json& c) { return entry_status(c) == Status::fail || entry_status(c) == Status::error; };
-  for (const std::optional<Status> status : {std::optional(Status::fail), std::optional(Status::error), std::optional<Status>()})
-    for (std::size_t i = 0; i < cases.size(); ++i)
-      if (status ? entry_status(cases[i]) == status : !failed(cases[i])) out += case_body(cases[i], i, links);
-  return out + "</table>";
+  sink(out + "</tr></thead>\n");
+  const std::vector<std::size_t> order = table_order(cases);  // what a reader looks for first
+  for (std::size_t k = 0; k < order.size(); ++k) sink(case_body(cases[order[k]], order[k], links, k < links.details));
+  sink("</table>");
 }
 
 }  // namespace attnconv

@@ -3,8 +3,11 @@
 // (name, proof, status, verdict, max_abs, rel_l2, bound, seconds) and a
 // <details> with its params, metrics, message, tensors' provenance and
 // figures. Failed and errored cases first, then the others in report order.
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -13,9 +16,19 @@ namespace attnconv {
 struct CaseLinks {
   std::map<const nlohmann::json*, std::string> figures;  // a case's figures, as SVG
   std::map<std::string, std::string> sweep_anchor;        // alpha sweep group -> its figure's id
+  // The first `details` cases of the table show their params, metrics and
+  // provenance; the others only their message and `omitted` (a note on how to
+  // see them).
+  std::size_t details = std::size_t(-1);
+  std::string omitted;
 };
 
-std::string html_cases_table(const nlohmann::json& cases, const CaseLinks& links);
+// The table, passed to `out` a case at a time.
+void html_cases_table(const nlohmann::json& cases, const CaseLinks& links, const std::function<void(std::string_view)>& out);
+
+// The table's order of the cases (indices in report order): failed, then
+// errored, then the others, each in report order.
+std::vector<std::size_t> table_order(const nlohmann::json& cases);
 
 // The id of case i (report order) in the page.
 std::string case_anchor(std::size_t i);

@@ -72,8 +72,9 @@ std::string header(const json& report, const std::string& source) {
   return out + "</div></header>";
 }
 
-// The alpha sweeps: a table of their fits and a figure each.
-std::string sweeps_section(const std::vector<AlphaSweep>& sweeps) {
+// The alpha sweeps: a table of their fits and a figure for each of the first
+// `figures` (the others' rows take their id).
+std::string sweeps_section(const std::vector<AlphaSweep>& sweeps, std::size_t figures) {
   std::string out = "<section id=\"sweeps\" class=\"sweeps\"><h2>Sweep fits</h2>";
   if (sweeps.empty()) return out + "<p>No alpha sweep in this report.</p></section>";
   out += "<p>Least squares of ln(max_abs) against alpha over the points above round-off; Theorem 1's finite-alpha "
@@ -84,14 +85,37 @@ std::string sweeps_section(const std::vector<AlphaSweep>& sweeps) {
     const auto number = [&](const char* key) {
       return fit.is_object() && fit.value(key, json()).is_number() ? html_number(fit[key].get<double>()) : "-";
     };
-    out += "<tr><td><a href=\"#sweep-" + std::to_string(k) + "\">" + xml_escape(sweeps[k].group) + "</a></td><td>" +
+    const std::string id = "sweep-" + std::to_string(k);
+    out += (k < figures ? "<tr><td><a href=\"#" + id + "\">" + xml_escape(sweeps[k].group) + "</a>"
+                        : "<tr id=\"" + id + "\"><td>" + xml_escape(sweeps[k].group)) + "</td><td>" +
            field(fit, "points_used") + " of " + field(fit, "points_total") + "</td><td>" + number("slope") + "</td><td>" +
            number("intercept") + "</td></tr>";
   }
   out += "</table>";
-  for (std::size_t k = 0; k < sweeps.size(); ++k)
+  for (std::size_t k = 0; k < sweeps.size() && k < figures; ++k)
     out += "<figure id=\"sweep-" + std::to_string(k) + "\">" + svg_alpha_sweep(sweeps[k]) + "</figure>";
   return out + "</section>";
+}
+
+// The findings list at most this many cases of each verdict.
+constexpr std::size_t max_findings_listed = 1000;
+
+// What the page leaves out (HtmlLimits), and how to get it; empty when nothing is.
+std::string omitted_note(const std::string& source, std::size_t cases, std::size_t details, std::size_t figures_drawn,
+                         std::size_t figures_omitted, std::size_t sweeps_omitted) {
+  if (details >= cases && !figures_omitted && !sweeps_omitted) return "";
+  std::string out = "<p class=\"banner\" id=\"omitted\">This page is shortened for its " + std::to_string(cases) + " cases:";
+  if (details < cases)
+    out += " the params, metrics and provenance of the first " + std::to_string(details) +
+           " cases of the table (failed and errored first) are shown, not those of the other " +
+           std::to_string(cases - details) + ";";
+  if (figures_omitted)
+    out += " the figures of " + std::to_string(figures_drawn) + " cases are drawn, those of " +
+           std::to_string(figures_omitted) + " others omitted;";
+  if (sweeps_omitted) out += " the figures of " + std::to_string(sweeps_omitted) + " alpha sweeps are omitted;";
+  return out + " report.json holds everything. <code>attnconv html " + xml_escape(source) +
+         " --figures all --details all</code> writes the whole page (large), <code>attnconv plot " + xml_escape(source) +
+         " --filter NAME</code> draws the figures of the cases named.</p>";
 }
 
 // The messages of the cases whose claim fails, errs, or holds only in part
@@ -103,10 +127,13 @@ std::string findings_section(const json& cases) {
     std::string items;
     std::size_t count = 0;
     for (std::size_t i = 0; i < cases.size(); ++i)
-      if (entry_verdict(cases[i]) == verdict)
-        ++count, items += "<li><a href=\"#" + case_anchor(i) + "\">" + html_json(cases[i].value("name", json())) +
-                          "</a>: " + html_json(cases[i].value("message", json())) + "</li>";
+      if (entry_verdict(cases[i]) == verdict && ++count <= max_findings_listed)
+        items += "<li><a href=\"#" + case_anchor(i) + "\">" + html_json(cases[i].value("name", json())) +
+                 "</a>: " + html_json(cases[i].value("message", json())) + "</li>";
     if (!count) continue;
+    if (count > max_findings_listed)
+      items += "<li>and " + std::to_string(count - max_findings_listed) +
+               " more: the cases table lists them all (its text filter finds a verdict)</li>";
     any = true;
     const bool open = verdict == Verdict::fails || verdict == Verdict::error;
     out += std::string("<details") + (open ? " open" : "") + "><summary>" + to_string(verdict) + " (" +
@@ -121,16 +148,43 @@ std::string html_path_beside(const std::string& report) {
   return (std::filesystem::path(report).parent_path() / "report.html").string();
 }
 
-std::string html_report(const json& report, const std::string& source) {
+std::optional<std::size_t> parse_html_limit(const std::string& text) {
+  if (text == "all") return HtmlLimits::all;
+  if (text.empty() || text.size() > 12 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoull(text);
+}
+
+std::string html_report(const json& report, const std::string& source, const HtmlLimits& limits) {
+  std::string page;
+  write_html_report(report, source, limits, [&](std::string_view piece) { page += piece; });
+  return page;
+}
+
+void write_html_report(const json& report, const std::string& source, const HtmlLimits& limits,
+                       const std::function<void(std::string_view)>& out) {
   check_report_cases(report, "html");
+  const json& cases = report["cases"];
   const std::vector<AlphaSweep> sweeps = alpha_sweeps(report);
   CaseLinks links;
+  links.details = limits.details;
+  links.omitted = "Its params and metrics are in the report (see the note above the table).";
   for (std::size_t k = 0; k < sweeps.size(); ++k) links.sweep_anchor[sweeps[k].group] = "sweep-" + std::to_string(k);
+  // The figures of the first `limits.figures` cases of the table that have any (failed first).
+  std::set<const json*> drawable;
+  for (const json* c : figure_cases(report)) drawable.insert(c);
   std::ostringstream notes;  // a case its proof cannot draw keeps its row, without figures
-  for (const CaseFigures& c : proof_figures(report, notes))
-    for (const FigureData& figure : c.figures) links.figures[c.c] += "<figure>" + svg_figure(figure) + "</figure>";
+  std::size_t drawn = 0, tried = 0;
+  for (const std::size_t i : table_order(cases)) {
+    if (drawn >= limits.figures) break;
+    if (!drawable.count(&cases[i])) continue;
+    ++tried;
+    const std::vector<FigureData> figures = case_figures(cases[i], notes);
+    for (const FigureData& figure : figures) links.figures[&cases[i]] += "<figure>" + svg_figure(figure) + "</figure>";
+    drawn += !figures.empty();
+  }
+  const std::size_t sweeps_omitted = sweeps.size() > limits.figures ? sweeps.size() - limits.figures : 0;
 
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+  out("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
          "script-src 'unsafe-inline'; img-src data:\">"
          "<meta name=\"viewport\" content=\"width=device-width\"><link rel=\"icon\" href=\"data:,\">"
@@ -143,8 +197,10 @@ std::string html_report(const json& report, const std::string& source) {
          "placeholder=\"name, proof, verdict, message\"></label> <label>status <select id=\"filter-status\">"
          "<option value=\"\">all</option><option value=\"pass\">pass</option><option value=\"fail\">fail</option><option value=\"error\">error</option></select>"
          "</label> <span id=\"shown\" aria-live=\"polite\"></span></div>" +
-         html_cases_table(report["cases"], links) + "</section>" + sweeps_section(sweeps) +
-         findings_section(report["cases"]) + "<script>" + html_script + "</script></body></html>\n";
+         omitted_note(source, cases.size(), limits.details, drawn, drawable.size() - tried, sweeps_omitted));
+  html_cases_table(cases, links, out);
+  out("</section>" + sweeps_section(sweeps, limits.figures) + findings_section(cases) + "<script>" + html_script +
+      "</script></body></html>\n");
 }
 
 }  // namespace attnconv

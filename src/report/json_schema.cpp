@@ -1,11 +1,13 @@
 #include "report/json_schema.hpp"
 
+#include <array>
 #include <cmath>
 #include <optional>
 #include <map>
 #include <regex>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace attnconv {
 
@@ -66,108 +68,113 @@ class Validator {
   explicit Validator(const json& root) : root_(root) {}
 
   // The first violation under `path`, if any.
+  enum Keyword { k_ref, k_additionalProperties, k_allOf, k_anyOf, k_const, k_else, k_enum, k_exclusiveMaximum, k_exclusiveMinimum, k_if, k_items, k_maxItems, k_maxLength, k_maxProperties, k_maximum, k_minItems, k_minLength, k_minProperties, k_minimum, k_not, k_oneOf, k_pattern, k_properties, k_required, k_then, k_type, k_uniqueItems, keyword_count };
+  static constexpr const char* keyword_names[] = {"$ref", "additionalProperties", "allOf", "anyOf", "const", "else", "enum", "exclusiveMaximum", "exclusiveMinimum", "if", "items", "maxItems", "maxLength", "maxProperties", "maximum", "minItems", "minLength", "minProperties", "minimum", "not", "oneOf", "pattern", "properties", "required", "then", "type", "uniqueItems"};
+
   std::optional<std::string> check(const json& schema, const json& value, const std::string& path, int depth = 0) const {
     if (depth > 64) throw std::logic_error("JSON Schema: $ref nesting deeper than 64");
     if (schema.is_boolean()) return schema.get<bool>() ? std::nullopt : fail(path, "is not allowed here");
     if (!schema.is_object()) throw std::logic_error("JSON Schema: a schema must be an object or a boolean");
-    for (const auto& [keyword, argument] : schema.items())
-      if (!known_keywords().count(keyword)) throw std::logic_error("JSON Schema: unsupported keyword '" + keyword + "'");
+    const Keywords& kw = keywords(schema);
 
-    if (schema.contains("$ref")) {
-      const std::string ref = schema["$ref"].get<std::string>();
+    if (kw[k_ref]) {
+      const std::string ref = (*kw[k_ref]).get<std::string>();
       const std::string prefix = "#/$defs/";
       if (ref.rfind(prefix, 0) != 0 || !root_.contains("$defs") || !root_["$defs"].contains(ref.substr(prefix.size())))
         throw std::logic_error("JSON Schema: unresolvable $ref '" + ref + "'");
       if (auto e = check(root_["$defs"][ref.substr(prefix.size())], value, path, depth + 1)) return e;
     }
-    if (schema.contains("type")) {
-      const json& types = schema["type"];
-      bool ok = false;
-      std::string wanted;
-      for (const auto& t : types.is_array() ? types : json::array({types})) {
-        ok = ok || has_type(value, t.get<std::string>());
-        wanted += (wanted.empty() ? "" : " or ") + t.get<std::string>();
+    if (kw[k_type]) {
+      const json& types = (*kw[k_type]);
+      bool ok = types.is_string() && has_type(value, types.get_ref<const std::string&>());
+      if (types.is_array())
+        for (const auto& t : types) ok = ok || has_type(value, t.get_ref<const std::string&>());
+      if (!ok) {
+        std::string wanted;
+        for (const auto& t : types.is_array() ? types : json::array({types}))
+          wanted += (wanted.empty() ? "" : " or ") + t.get<std::string>();
+        return fail(path, "must be " + wanted + ", got " + (value.is_null() ? "null" : type_of(value) + " " + shown(value)));
       }
-      if (!ok) return fail(path, "must be " + wanted + ", got " + (value.is_null() ? "null" : type_of(value) + " " + shown(value)));
     }
-    if (schema.contains("const") && !equal(schema["const"], value))
-      return fail(path, "must be " + shown(schema["const"]) + ", got " + shown(value));
-    if (schema.contains("enum")) {
+    if (kw[k_const] && !equal((*kw[k_const]), value))
+      return fail(path, "must be " + shown((*kw[k_const])) + ", got " + shown(value));
+    if (kw[k_enum]) {
       bool ok = false;
-      std::string allowed;
-      for (const auto& option : schema["enum"]) {
-        ok = ok || equal(option, value);
-        allowed += (allowed.empty() ? "" : ", ") + shown(option);
+      for (const auto& option : (*kw[k_enum])) ok = ok || equal(option, value);
+      if (!ok) {
+        std::string allowed;
+        for (const auto& option : (*kw[k_enum])) allowed += (allowed.empty() ? "" : ", ") + shown(option);
+        return fail(path, "must be one of " + allowed + ", got " + shown(value));
       }
-      if (!ok) return fail(path, "must be one of " + allowed + ", got " + shown(value));
     }
     if (value.is_number()) {
       const double x = value.get<double>();
-      if (schema.contains("minimum") && !(x >= schema["minimum"].get<double>()))
-        return fail(path, "must be >= " + shown(schema["minimum"]) + ", got " + shown(value));
-      if (schema.contains("exclusiveMinimum") && !(x > schema["exclusiveMinimum"].get<double>()))
-        return fail(path, "must be > " + shown(schema["exclusiveMinimum"]) + ", got " + shown(value));
-      if (schema.contains("maximum") && !(x <= schema["maximum"].get<double>()))
-        return fail(path, "must be <= " + shown(schema["maximum"]) + ", got " + shown(value));
-      if (schema.contains("exclusiveMaximum") && !(x < schema["exclusiveMaximum"].get<double>()))
-        return fail(path, "must be < " + shown(schema["exclusiveMaximum"]) + ", got " + shown(value));
+      if (kw[k_minimum] && !(x >= (*kw[k_minimum]).get<double>()))
+        return fail(path, "must be >= " + shown((*kw[k_minimum])) + ", got " + shown(value));
+      if (kw[k_exclusiveMinimum] && !(x > (*kw[k_exclusiveMinimum]).get<double>()))
+        return fail(path, "must be > " + shown((*kw[k_exclusiveMinimum])) + ", got " + shown(value));
+      if (kw[k_maximum] && !(x <= (*kw[k_maximum]).get<double>()))
+        return fail(path, "must be <= " + shown((*kw[k_maximum])) + ", got " + shown(value));
+      if (kw[k_exclusiveMaximum] && !(x < (*kw[k_exclusiveMaximum]).get<double>()))
+        return fail(path, "must be < " + shown((*kw[k_exclusiveMaximum])) + ", got " + shown(value));
     }
     if (value.is_string()) {
       const std::string& text = value.get_ref<const std::string&>();
-      if (schema.contains("minLength") && utf8_length(text) < schema["minLength"].get<std::size_t>())
-        return fail(path, "must have at least " + shown(schema["minLength"]) + " characters");
-      if (schema.contains("maxLength") && utf8_length(text) > schema["maxLength"].get<std::size_t>())
-        return fail(path, "must have at most " + shown(schema["maxLength"]) + " characters");
-      if (schema.contains("pattern") && !matches(text, schema["pattern"].get<std::string>()))
-        return fail(path, "must match " + shown(schema["pattern"]) + ", got " + shown(value));
+      if (kw[k_minLength] && utf8_length(text) < (*kw[k_minLength]).get<std::size_t>())
+        return fail(path, "must have at least " + shown((*kw[k_minLength])) + " characters");
+      if (kw[k_maxLength] && utf8_length(text) > (*kw[k_maxLength]).get<std::size_t>())
+        return fail(path, "must have at most " + shown((*kw[k_maxLength])) + " characters");
+      if (kw[k_pattern] && !matches(text, (*kw[k_pattern]).get<std::string>()))
+        return fail(path, "must match " + shown((*kw[k_pattern])) + ", got " + shown(value));
     }
     if (value.is_array()) {
-      if (schema.contains("minItems") && value.size() < schema["minItems"].get<std::size_t>())
-        return fail(path, "must have at least " + shown(schema["minItems"]) + " items, has " + std::to_string(value.size()));
-      if (schema.contains("maxItems") && value.size() > schema["maxItems"].get<std::size_t>())
-        return fail(path, "must have at most " + shown(schema["maxItems"]) + " items, has " + std::to_string(value.size()));
-      if (schema.value("uniqueItems", false))
+      if (kw[k_minItems] && value.size() < (*kw[k_minItems]).get<std::size_t>())
+        return fail(path, "must have at least " + shown((*kw[k_minItems])) + " items, has " + std::to_string(value.size()));
+      if (kw[k_maxItems] && value.size() > (*kw[k_maxItems]).get<std::size_t>())
+        return fail(path, "must have at most " + shown((*kw[k_maxItems])) + " items, has " + std::to_string(value.size()));
+      if ((kw[k_uniqueItems] && kw[k_uniqueItems]->is_boolean() && kw[k_uniqueItems]->get<bool>()))
         for (std::size_t i = 0; i < value.size(); ++i)
           for (std::size_t j = i + 1; j < value.size(); ++j)
             if (equal(value[i], value[j])) return fail(path, "must not repeat an item, repeats " + shown(value[i]));
-      if (schema.contains("items"))
+      if (kw[k_items])
         for (std::size_t k = 0; k < value.size(); ++k)
-          if (auto e = check(schema["items"], value[k], path + "[" + std::to_string(k) + "]", depth)) return e;
+          if (auto e = check((*kw[k_items]), value[k], path + "[" + std::to_string(k) + "]", depth)) return e;
     }
     if (value.is_object()) {
-      if (schema.contains("required"))
-        for (const auto& key : schema["required"])
+      if (kw[k_required])
+        for (const auto& key : (*kw[k_required]))
           if (!value.contains(key.get<std::string>())) return fail(member(path, key.get<std::string>()), "missing");
-      if (schema.contains("minProperties") && value.size() < schema["minProperties"].get<std::size_t>())
-        return fail(path, "must have at least " + shown(schema["minProperties"]) + " keys");
-      if (schema.contains("maxProperties") && value.size() > schema["maxProperties"].get<std::size_t>())
-        return fail(path, "must have at most " + shown(schema["maxProperties"]) + " keys");
-      const json properties = schema.value("properties", json::object());
+      if (kw[k_minProperties] && value.size() < (*kw[k_minProperties]).get<std::size_t>())
+        return fail(path, "must have at least " + shown((*kw[k_minProperties])) + " keys");
+      if (kw[k_maxProperties] && value.size() > (*kw[k_maxProperties]).get<std::size_t>())
+        return fail(path, "must have at most " + shown((*kw[k_maxProperties])) + " keys");
+      static const json no_properties = json::object();
+      const json& properties = kw[k_properties] ? (*kw[k_properties]) : no_properties;
       for (const auto& [key, child] : value.items()) {
         if (properties.contains(key)) {
           if (auto e = check(properties[key], child, member(path, key), depth)) return e;
-        } else if (schema.contains("additionalProperties")) {
-          const json& extra = schema["additionalProperties"];
+        } else if (kw[k_additionalProperties]) {
+          const json& extra = (*kw[k_additionalProperties]);
           if (extra.is_boolean() && !extra.get<bool>())
             return fail(member(path, key), "unknown key (allowed: " + key_list(properties) + ")");
           if (auto e = check(extra, child, member(path, key), depth)) return e;
         }
       }
     }
-    if (schema.contains("allOf"))
-      for (const auto& part : schema["allOf"])
+    if (kw[k_allOf])
+      for (const auto& part : (*kw[k_allOf]))
         if (auto e = check(part, value, path, depth)) return e;
-    if (schema.contains("anyOf")) {
+    if (kw[k_anyOf]) {
       bool any = false;
-      for (const auto& part : schema["anyOf"]) any = any || !check(part, value, path, depth);
+      for (const auto& part : (*kw[k_anyOf])) any = any || !check(part, value, path, depth);
       if (!any) return fail(path, "matches none of its allowed forms, got " + shown(value));
     }
-    if (schema.contains("not") && !check(schema["not"], value, path, depth))
+    if (kw[k_not] && !check((*kw[k_not]), value, path, depth))
       return fail(path, "must not be " + shown(value));
-    if (schema.contains("oneOf")) {
+    if (kw[k_oneOf]) {
       std::size_t matches = 0;
       std::optional<std::string> deepest;  // the violation inside the form the value came closest to
-      for (const auto& part : schema["oneOf"]) {
+      for (const auto& part : (*kw[k_oneOf])) {
         const auto e = check(part, value, path, depth);
         matches += !e;
         if (e && (!deepest || e->find(": ") > deepest->find(": "))) deepest = e;
@@ -177,13 +184,27 @@ class Validator {
         return fail(path, matches == 0 ? "matches none of its allowed forms, got " + shown(value)
                                        : "matches more than one of its allowed forms");
     }
-    if (schema.contains("if")) {
-      const bool holds = !check(schema["if"], value, path, depth);
-      const char* branch = holds ? "then" : "else";
-      if (schema.contains(branch))
-        if (auto e = check(schema[branch], value, path, depth)) return e;
+    if (kw[k_if]) {
+      const bool holds = !check((*kw[k_if]), value, path, depth);
+      if (const json* branch = kw[holds ? k_then : k_else])
+        if (auto e = check(*branch, value, path, depth)) return e;
     }
     return std::nullopt;
+  }
+
+  // The values of a schema object's validation keywords, found once per
+  // schema object (its keywords checked against the supported subset then).
+  using Keywords = std::array<const json*, keyword_count>;
+  const Keywords& keywords(const json& schema) const {
+    const auto found = keywords_.find(&schema);
+    if (found != keywords_.end()) return found->second;
+    Keywords k{};
+    for (const auto& [keyword, argument] : schema.items()) {
+      if (!known_keywords().count(keyword)) throw std::logic_error("JSON Schema: unsupported keyword '" + keyword + "'");
+      for (std::size_t n = 0; n < keyword_count; ++n)
+        if (keyword == keyword_names[n]) k[n] = &argument;
+    }
+    return keywords_.emplace(&schema, k).first->second;
   }
 
  private:
@@ -226,6 +247,7 @@ class Validator {
 
   const json& root_;
   mutable std::map<std::string, std::regex> regexes_;
+  mutable std::unordered_map<const json*, Keywords> keywords_;
 };
 
 }  // namespace

@@ -57,40 +57,51 @@ std::vector<AlphaSweep> alpha_sweeps(const nlohmann::json& report, const std::st
       if (const std::string group = alpha_sweep_group(c); !group.empty()) groups[group].push_back(&c);
   // The fits of the report (older reports: fitted here, the same way).
   const nlohmann::json fits = report.contains("sweep_fits") ? report["sweep_fits"] : fit_sweeps(report["cases"]);
+  std::map<std::string, const nlohmann::json*> fit_of;  // group -> its fit (the last, as before)
+  for (const auto& candidate : fits) fit_of[candidate.value("group", "")] = &candidate;
   std::vector<AlphaSweep> sweeps;
   for (auto& [group, cases] : groups) {
     if (cases.size() < 2) continue;
     std::sort(cases.begin(), cases.end(), [](const auto* a, const auto* b) {
       return (*a)["sweep_point"]["alpha"].template get<double>() < (*b)["sweep_point"]["alpha"].template get<double>();
     });
-    nlohmann::json fit;
-    for (const auto& candidate : fits)
-      if (candidate.value("group", "") == group) fit = candidate;
-    sweeps.push_back({group, cases, fit});
+    const auto fit = fit_of.find(group);
+    sweeps.push_back({group, cases, fit == fit_of.end() ? nlohmann::json() : *fit->second});
   }
   return sweeps;
 }
 
-std::vector<CaseFigures> proof_figures(const nlohmann::json& report, std::ostream& notes, const std::string& filter) {
-  std::vector<CaseFigures> out;
+std::vector<const nlohmann::json*> figure_cases(const nlohmann::json& report, const std::string& filter) {
+  std::vector<const nlohmann::json*> out;
   std::set<std::string> groups;
   for (const auto& c : report["cases"]) {
     if (!selected(c, filter)) continue;
     const ProofDef* def = find_proof(c.value("proof", ""));
-    if (!def || !def->figures ||
-        !(def->figures_per_case || groups.insert(c.value("sweep_group", c.value("name", ""))).second))
-      continue;
-    const std::string name = c.value("name", "");
-    try {
-      Case prepared = report_case(c);
-      prepare_case(prepared);
-      CaseFigures figures{&c, def->figures(prepared, c.value("metrics", nlohmann::json::object()))};
-      if (figures.figures.empty()) notes << name << ": its proof supplied no figure\n";
-      out.push_back(std::move(figures));
-    } catch (const std::exception& e) {  // params or metrics not as this version of the proof knows them
-      notes << name << ": no figure: " << e.what() << "\n";
-    }
+    if (def && def->figures &&
+        (def->figures_per_case || groups.insert(c.value("sweep_group", c.value("name", ""))).second))
+      out.push_back(&c);
   }
+  return out;
+}
+
+std::vector<FigureData> case_figures(const nlohmann::json& c, std::ostream& notes) {
+  const std::string name = c.value("name", "");
+  try {
+    Case prepared = report_case(c);
+    prepare_case(prepared);
+    std::vector<FigureData> figures = find_proof(prepared.proof)->figures(prepared, c.value("metrics", nlohmann::json::object()));
+    if (figures.empty()) notes << name << ": its proof supplied no figure\n";
+    return figures;
+  } catch (const std::exception& e) {  // params or metrics not as this version of the proof knows them
+    notes << name << ": no figure: " << e.what() << "\n";
+    return {};
+  }
+}
+
+std::vector<CaseFigures> proof_figures(const nlohmann::json& report, std::ostream& notes, const std::string& filter) {
+  std::vector<CaseFigures> out;
+  for (const nlohmann::json* c : figure_cases(report, filter))
+    if (std::vector<FigureData> figures = case_figures(*c, notes); !figures.empty()) out.push_back({c, std::move(figures)});
   return out;
 }
 

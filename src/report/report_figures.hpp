@@ -34,9 +34,16 @@ struct CaseFigures {
   std::vector<FigureData> figures;
 };
 
-// The figures the proofs supply for the cases that ran and match `filter`;
-// a case whose proof cannot draw it (params of another version) is noted on
-// `notes` and left out.
+// The cases that ran, match `filter` and whose proof draws figures for them
+// (the first of each sweep group, or every case), in report order.
+std::vector<const nlohmann::json*> figure_cases(const nlohmann::json& report, const std::string& filter = "");
+
+// The figures the proof of case entry `c` (one of figure_cases) supplies; a
+// case its proof cannot draw (params of another version) is noted on `notes`
+// and has none.
+std::vector<FigureData> case_figures(const nlohmann::json& c, std::ostream& notes);
+
+// case_figures of every figure_cases entry that has figures.
 std::vector<CaseFigures> proof_figures(const nlohmann::json& report, std::ostream& notes, const std::string& filter = "");
 
 // The value of metric `key` of case entry `c`, NaN when it has none.

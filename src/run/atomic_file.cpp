@@ -16,6 +16,10 @@
 namespace attnconv {
 
 void write_file_atomic(const std::string& path, const std::string& content) {
+  write_file_atomic(path, [&](const TextSink& sink) { sink(content); });
+}
+
+void write_file_atomic(const std::string& path, const std::function<void(const TextSink&)>& produce) {
   const std::filesystem::path target(path);
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
   std::string temp = path + ".tmp.XXXXXX";
@@ -30,17 +34,33 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   const auto fail = [&](const char* what) {
     const std::string reason = std::strerror(errno);
     ::close(fd);
+    fd = -1;
     ::unlink(temp.c_str());
     throw std::runtime_error(std::string(what) + " " + temp + ": " + reason);
   };
-  for (std::size_t done = 0; done < content.size();) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("cannot write");
+  std::string buffer;  // pieces gathered into writes of about 1 MiB
+  const auto flush = [&] {
+    for (std::size_t done = 0; done < buffer.size();) {
+      const ssize_t n = ::write(fd, buffer.data() + done, buffer.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail("cannot write");
+      }
+      done += std::size_t(n);
     }
-    done += std::size_t(n);
+    buffer.clear();
+  };
+  try {
+    produce([&](std::string_view piece) {
+      buffer += piece;
+      if (buffer.size() >= (std::size_t(1) << 20)) flush();
+    });
+  } catch (...) {  // from `produce`, or a failed write (fail closed the file)
+    if (fd >= 0) ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
   }
+  flush();
   if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) fail("cannot flush");
   if (::close(fd) != 0) {
     ::unlink(temp.c_str());

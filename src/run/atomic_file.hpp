@@ -1,5 +1,7 @@
 #pragma once
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace attnconv {
 
@@ -11,5 +13,12 @@ namespace attnconv {
 // never replaced (io/regular_file.hpp). A signal during the write removes the temporary
 // file (signal_cleanup.hpp).
 void write_file_atomic(const std::string& path, const std::string& content);
+
+// The same for content made piece by piece: `produce` passes each piece to the
+// sink it is given, which writes it to the temporary file (a large output is
+// never held whole). An exception from `produce` removes the temporary file
+// and propagates as it is.
+using TextSink = std::function<void(std::string_view)>;
+void write_file_atomic(const std::string& path, const std::function<void(const TextSink&)>& produce);
 
 }  // namespace attnconv

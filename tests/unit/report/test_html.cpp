@@ -53,3 +53,29 @@ TEST_CASE("a report without a list of cases is refused", "[html]") {
   CHECK_THROWS_AS(html_report(nlohmann::json::object(), "r.json"), InputError);
   CHECK_THROWS_AS(html_report({{"cases", {{{"name", "x"}}}}}, "r.json"), InputError);
 }
+
+TEST_CASE("a page of many cases shows the details of the first cases of the table and says what it leaves out", "[html]") {
+  nlohmann::json report = {{"cases", nlohmann::json::array()}};
+  for (int k = 0; k < 5; ++k)
+    report["cases"].push_back(entry("case" + std::to_string(k), k == 3 ? "fail" : "pass", k == 3 ? "fails" : "holds",
+                                    "message " + std::to_string(k)));
+  const std::string full = html_report(report, "r.json");
+  CHECK(count(full, "<b>params</b>") == 5);
+  CHECK(full.find("id=\"omitted\"") == std::string::npos);
+
+  const std::string page = html_report(report, "r.json", {.figures = 0, .details = 2});
+  CHECK(count(page, "<tbody") == 5);
+  CHECK(count(page, "<b>params</b>") == 2);      // the failed case, then the first that passed
+  CHECK(count(page, "<p class=omit>") == 3);
+  CHECK(page.find("id=case-3 ") < page.find("<b>params</b>"));
+  CHECK(count(page, "message ") == 5 + 1);      // every row keeps its message (and the failure is a finding)
+  const std::string note = page.substr(page.find("id=\"omitted\""), 400);
+  CHECK(note.find("first 2 cases") != std::string::npos);
+  CHECK(note.find("other 3;") != std::string::npos);
+  CHECK(note.find("--figures all --details all") != std::string::npos);
+
+  CHECK(parse_html_limit("all") == HtmlLimits::all);
+  CHECK(parse_html_limit("0") == 0u);
+  CHECK(parse_html_limit("250") == 250u);
+  for (const char* bad : {"", "-1", "1e3", "ten", "99999999999999999"}) CHECK_FALSE(parse_html_limit(bad));
+}
