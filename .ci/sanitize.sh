@@ -11,4 +11,4 @@ cmake --build "$build" -j "$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$PWD/.ci/lsan.supp  # one clang 14 bug, explained there
-(cd "$build" && ctest --output-on-failure -j "$(nproc)")
+(cd "$build" && ctest --output-on-failure -j "$(nproc)" -LE scale)  # the scale test: .ci/run, once
