@@ -496,3 +496,4 @@ def _write_text(path, text):
         f.write(text)
     os.replace(path + ".tmp", path)
 from attnconv_torch_attention import export_attention_layers  # noqa: E402,F401  (issue 23: attention layers)
+import attnconv_torch_convit  # noqa: E402,F401  (issue 23: ConViT's GPSA family)
