@@ -7,12 +7,15 @@
 //     1000 and gate 1000, where every weight is 0, 1 or an exact tie), on the
 //     patches whose window lies in the grid (GPSA has no padding);
 //   - at ConViT's default init (locality strength 1, lambda = 1, values I,
-//     W_qry, W_key, W_proj of std 0.02): the distance to its nearest
+//     qk.weight, proj.weight of std 0.02): the distance to its nearest
 //     convolution (construction/nearest_convolution.hpp: the attention of the
 //     centre patch on the window), per head, and to its limit convolution;
 //   - for `reach_tolerance`: the smallest locality strength (gate 1000) and the
 //     smallest lambda (locality strength 1000) whose GPSA is within it of the
 //     limit convolution.
+// Loaded weights go by ConViT's state_dict names in PyTorch's (out, in) layout
+// (qk.weight (2D, D), proj.weight, proj.bias; issue 23: the former w_qry,
+// w_key, w_proj were (in, out) and took a PyTorch weight silently).
 #include <cmath>
 #include <limits>
 #include <xtensor/xview.hpp>
@@ -102,8 +105,10 @@ void check(GpsaParams& p, const Case&, const Request&) {
 
 TensorShapes expected_tensors(const GpsaParams& p) {
   const std::size_t d = p.heads * p.head_dim;
+  // ConViT's state_dict names in PyTorch's (out, in) layout: qk.weight is [W_q; W_k] (2D, D), so a
+  // transposed one is refused by its shape; y = x W^T + b for proj.
   return {{"input", {d, std::size_t(p.image[0]), std::size_t(p.image[1])}},
-          {"w_qry", {d, d}}, {"w_key", {d, d}}, {"w_proj", {d, d}}, {"b_proj", {d}}};
+          {"qk.weight", {2 * d, d}}, {"proj.weight", {d, d}}, {"proj.bias", {d}}};
 }
 
 // A drawn tensor is uniform in [-1, 1) times `scale`; a loaded one is as given.
@@ -132,12 +137,14 @@ template <class T> Outcome verify(const Case& c, const GpsaParams& p, const Requ
   const std::size_t d = p.heads * p.head_dim, h_img = std::size_t(p.image[0]), w_img = std::size_t(p.image[1]);
   const Image<T> x = tensors.get<T, 3>("input", {d, h_img, w_img});
   const Matrix<T> tokens = image_to_tokens(x);
+  // GpsaLayer multiplies x W (in, out): the transposes of PyTorch's nn.Linear weights.
+  const Matrix<T> qk = weight<T, 2>(c, tensors, "qk.weight", {2 * d, d}, p.weight_scale);
   GpsaLayer<T> layer{.heads = p.heads,
-                     .w_qry = weight<T, 2>(c, tensors, "w_qry", {d, d}, p.weight_scale),
-                     .w_key = weight<T, 2>(c, tensors, "w_key", {d, d}, p.weight_scale),
+                     .w_qry = xt::transpose(xt::view(qk, xt::range(0, d), xt::all())),
+                     .w_key = xt::transpose(xt::view(qk, xt::range(d, 2 * d), xt::all())),
                      .w_val = xt::eye<T>(d),
-                     .w_proj = weight<T, 2>(c, tensors, "w_proj", {d, d}, p.weight_scale),
-                     .b_proj = weight<T, 1>(c, tensors, "b_proj", {d}, p.weight_scale),
+                     .w_proj = xt::transpose(weight<T, 2>(c, tensors, "proj.weight", {d, d}, p.weight_scale)),
+                     .b_proj = weight<T, 1>(c, tensors, "proj.bias", {d}, p.weight_scale),
                      .v_pos = {},
                      .gating = {}};
   const auto at = [&](double strength, double gate) {
@@ -233,8 +240,8 @@ template <class T> Outcome verify(const Case& c, const GpsaParams& p, const Requ
   out.set(metric::gating_min, gate_min);
   out.set(metric::sigma_min, gate_min.is_null() ? json(nullptr) : json(1 / (1 + std::exp(-gate_min.get<double>()))));
   out.default_tolerance = tolerance({{metric::max_abs, roundoff}});
-  vacuous_if_zero(out, "the input", x, "b_proj");
-  vacuous_if_zero(out, "W_proj", layer.w_proj, "b_proj");
+  vacuous_if_zero(out, "the input", x, "proj.bias");
+  vacuous_if_zero(out, "proj.weight", layer.w_proj, "proj.bias");
   if (request.expect == Expect::fail)
     out.predicted_failure = PredictedFailure{
         metric::max_abs.name, roundoff, 0.0,
@@ -273,9 +280,9 @@ const bool registered = register_proof(make_proof<P>({
                field(
                    &P::weight_scale,
                    {.name = "weight_scale",
-                    .help = "drawn W_qry, W_key, W_proj, b_proj are uniform in [-1, 1) times this (default: std 0.02, "
-                            "ConViT's truncated-normal std; its b_proj is 0); > 0: at 0 W_proj is 0 and both sides "
-                            "are b_proj",
+                    .help = "drawn qk.weight, proj.weight, proj.bias are uniform in [-1, 1) times this (default: "
+                            "std 0.02, ConViT's truncated-normal std; its proj.bias is 0); > 0: at 0 proj.weight is 0 "
+                            "and both sides are proj.bias",
                     .default_value = 0.034641016151377546,
                     .minimum = 0.0,
                     .exclusive_minimum = true}),
@@ -285,7 +292,7 @@ const bool registered = register_proof(make_proof<P>({
                                            .minimum = 0.0,
                                            .exclusive_minimum = true}),
                field(&P::dtype, dtype_param()), field(&P::seed, seed_param())},
-    .tensors = {"input", "w_qry", "w_key", "w_proj", "b_proj"},
+    .tensors = {"input", "qk.weight", "proj.weight", "proj.bias"},
     .check = check,
     .verify = {verify<float>, verify<double>},
     .metrics = distance_metrics("GPSA against its limit convolution (patches whose window lies in the grid)",

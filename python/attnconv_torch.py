@@ -499,3 +499,4 @@ from attnconv_torch_attention import export_attention_layers  # noqa: E402,F401 
 import attnconv_torch_swin  # noqa: E402,F401  (issue 23: Swin window attention, liu2021.trained_window_attention)
 import attnconv_torch_nat  # noqa: E402,F401  (issue 23: NATTEN's NeighborhoodAttention2D)
 import attnconv_torch_gaussian  # noqa: E402,F401  (issue 23: epfml's GaussianSelfAttention)
+import attnconv_torch_convit  # noqa: E402,F401  (issue 23: ConViT's GPSA family)

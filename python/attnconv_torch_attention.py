@@ -340,6 +340,11 @@ def _model_grid(model, example_input):
     if size is not None and len(size) == 2:
         return int(getattr(model, "num_prefix_tokens", 1 if getattr(model, "cls_token", None) is not None else 0)), \
             (int(size[0]), int(size[1]))
+    # facebookresearch/convit's VisionTransformer: a square patch grid (num_patches, no grid_size), its class
+    # token joined after the GPSA blocks (local_up_to_layer), so the later blocks see one extra token.
+    patches = getattr(embed, "num_patches", None)
+    if hasattr(model, "local_up_to_layer") and isinstance(patches, int) and math.isqrt(patches) ** 2 == patches:
+        return 1, (math.isqrt(patches), math.isqrt(patches))
     return None
 
 
