@@ -9,7 +9,7 @@
 namespace attnconv {
 
 int neighborhood_start(int index, int length, int kernel, int dilation) {
-  if (kernel < 1 || kernel % 2 == 0 || dilation < 1 || length < kernel * dilation || index < 0 || index >= length)
+  if (!neighborhood_window_fits(length, kernel, dilation) || index < 0 || index >= length)
     throw std::invalid_argument("neighborhood window " + std::to_string(kernel) + " with dilation " +
                                 std::to_string(dilation) + " needs an odd window and an axis of at least " +
                                 std::to_string(kernel * dilation) + " pixels (got " + std::to_string(length) + ")");
@@ -62,5 +62,9 @@ template HeadMaps<float> neighborhood_attention(const HeadMaps<float>&, const He
                                                 const xt::xtensor<float, 3>&, int, int);
 template HeadMaps<double> neighborhood_attention(const HeadMaps<double>&, const HeadMaps<double>&,
                                                  const HeadMaps<double>&, const xt::xtensor<double, 3>&, int, int);
+
+bool neighborhood_window_fits(int length, int kernel, int dilation) {
+  return kernel >= 1 && kernel % 2 == 1 && dilation >= 1 && length >= kernel * dilation;
+}
 
 }  // namespace attnconv

@@ -12,8 +12,7 @@ int region(int r, int size, int window, int shift) { return r < size - window ? 
 
 template <class T>
 void check_window_shapes(const HeadMaps<T>& q, const HeadMaps<T>& k, const Matrix<T>& table, int window, int shift) {
-  if (window < 1 || shift < 0 || shift >= window || q.shape(1) % std::size_t(window) != 0 ||
-      q.shape(2) % std::size_t(window) != 0)
+  if (!swin_window_fits(int(q.shape(1)), int(q.shape(2)), window, shift))
     throw std::invalid_argument("Swin window attention: the map (" + std::to_string(q.shape(1)) + " x " +
                                 std::to_string(q.shape(2)) + ") must be a multiple of the window " +
                                 std::to_string(window) + " and the shift in [0, window)");
@@ -50,6 +49,10 @@ template <class T> void softmax(std::vector<T>& score) {
 }
 
 }  // namespace
+
+bool swin_window_fits(int height, int width, int window, int shift) {
+  return window >= 1 && shift >= 0 && shift < window && height % window == 0 && width % window == 0;
+}
 
 int swin_bias_index(int window, std::array<int, 2> a, std::array<int, 2> b) {
   return (a[0] - b[0] + window - 1) * (2 * window - 1) + (a[1] - b[1] + window - 1);

@@ -26,6 +26,10 @@ namespace attnconv {
 
 inline constexpr double swin_mask_value = -100.0;
 
+// Whether Swin's windows tile the padded map: window M >= 1, shift in [0, M), Hp and
+// Wp multiples of M. swin_window_attention and swin_attention_weights refuse every other.
+bool swin_window_fits(int height, int width, int window, int shift);
+
 // Swin's relative_position_index entry of a query and a key at window positions a, b.
 int swin_bias_index(int window, std::array<int, 2> a, std::array<int, 2> b);
 
