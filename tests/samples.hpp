@@ -12,6 +12,8 @@
 #include <xtensor/xview.hpp>
 
 #include "local/neighborhood_attention.hpp"
+#include "acmix/random_weights.hpp"
+#include "local/head_tensor.hpp"
 #include "mhsa/mhsa_layer.hpp"
 #include "ops/geometry.hpp"
 #include "tensor/random.hpp"
@@ -162,13 +164,13 @@ inline LayerSample layer_sample(bool positional_only) {
 // Neighborhood attention on random maps: per axis a window 1..5 (odd or even),
 // a stride 1..w, a dilation 1..3, causal or not, an axis of w d + 0..4 pixels,
 // 1..2 heads, with or without an rpb (NATTEN's parameters, src/local/neighborhood_attention.hpp).
-struct NeighborhoodSample {
+struct NattenSample {
   HeadMaps<double> q, k, v;
   xt::xtensor<double, 3> rpb;  // empty: no bias
   Neighborhood axes;
   std::string description;
 };
-inline NeighborhoodSample neighborhood_sample() {
+inline NattenSample natten_sample() {
   Neighborhood axes;
   std::array<int, 2> size{};
   std::ostringstream d;
@@ -187,12 +189,116 @@ inline NeighborhoodSample neighborhood_sample() {
   const auto seed = std::uint64_t(*rc::gen::inRange(0, 1000));
   d << ", heads " << heads << (biased ? ", rpb" : ", no rpb") << ", seed " << seed;
   Random random(seed);
-  NeighborhoodSample s{random.uniform_tensor<double, 4>({heads, h, w, 2}), random.uniform_tensor<double, 4>({heads, h, w, 2}),
+  NattenSample s{random.uniform_tensor<double, 4>({heads, h, w, 2}), random.uniform_tensor<double, 4>({heads, h, w, 2}),
                        random.uniform_tensor<double, 4>({heads, h, w, 3}), xt::xtensor<double, 3>({0, 0, 0}), axes, d.str()};
   if (biased)
     s.rpb = random.uniform_tensor<double, 3>(
         {heads, std::size_t(2 * axes[0].window - 1), std::size_t(2 * axes[1].window - 1)});
   return s;
+// ---- Samples of the local attention variants and of ACmix ----
+// Each draws some inputs its fast path refuses (a map too small for the window,
+// a side that is not a multiple of it, a shift outside [0, M)), so that a table
+// row checks the refusal too; most draws are accepted.
+
+// Per-head maps q, k, v (heads, H, W, D) of 1..3 heads, D_k, D_v 1..3, values in
+// [-1, 1), q scaled by 0.3, 3 or 20 (flat to sharp attention).
+struct HeadMapsSample {
+  HeadMaps<double> q, k, v;
+};
+
+inline HeadMapsSample head_maps(Random& random, std::size_t heads, std::size_t height, std::size_t width) {
+  const auto d_k = std::size_t(*rc::gen::inRange(1, 4)), d_v = std::size_t(*rc::gen::inRange(1, 4));
+  const double q_scale = *rc::gen::element(0.3, 3.0, 20.0);
+  HeadMaps<double> q = random.uniform_tensor<double, 4>({heads, height, width, d_k}) * q_scale;
+  return {std::move(q), random.uniform_tensor<double, 4>({heads, height, width, d_k}),
+          random.uniform_tensor<double, 4>({heads, height, width, d_v})};
+}
+
+// Neighborhood attention: window K in {1, 3, 5}, dilation 1..3 (1..2 for K = 5),
+// each side K d - 2 .. K d + 2 (at least 1), rpb (heads, 2K - 1, 2K - 1) in [-2, 2).
+struct NeighborhoodSample {
+  HeadMapsSample maps;
+  xt::xtensor<double, 3> rpb;
+  int kernel, dilation;
+  std::string description;
+};
+
+inline NeighborhoodSample neighborhood_sample() {
+  const int kernel = *rc::gen::element(1, 3, 5), dilation = *rc::gen::inRange(1, kernel == 5 ? 3 : 4);
+  const auto side = [&] { return std::max(1, kernel * dilation + *rc::gen::inRange(-2, 3)); };
+  const int height = side(), width = side();
+  const auto heads = std::size_t(*rc::gen::inRange(1, 4));
+  const auto seed = std::uint64_t(*rc::gen::inRange(0, 1000));
+  Random random(seed);
+  HeadMapsSample maps = head_maps(random, heads, std::size_t(height), std::size_t(width));
+  const auto table = std::size_t(2 * kernel - 1);
+  xt::xtensor<double, 3> rpb = random.uniform_tensor<double, 3>({heads, table, table}) * 2.0;
+  std::ostringstream d;
+  d << "map " << height << "x" << width << ", heads " << heads << ", D_k " << maps.q.shape(3) << ", D_v "
+    << maps.v.shape(3) << ", window " << kernel << ", dilation " << dilation << ", seed " << seed;
+  return {std::move(maps), std::move(rpb), kernel, dilation, d.str()};
+}
+
+// Swin windows: M 1..4, shift 0..M (M: refused), each side 1..3 windows, a
+// quarter of the time 1..M - 1 pixels more (refused), table ((2M - 1)^2, heads) in [-2, 2).
+struct SwinSample {
+  HeadMapsSample maps;
+  Matrix<double> table;
+  int window, shift;
+  std::string description;
+};
+
+inline SwinSample swin_sample() {
+  const int window = *rc::gen::inRange(1, 5), shift = *rc::gen::inRange(0, window + 1);
+  const auto side = [&] {
+    const int extra = window > 1 && *rc::gen::inRange(0, 4) == 0 ? *rc::gen::inRange(1, window) : 0;
+    return window * *rc::gen::inRange(1, 4) + extra;
+  };
+  const int height = side(), width = side();
+  const auto heads = std::size_t(*rc::gen::inRange(1, 4));
+  const auto seed = std::uint64_t(*rc::gen::inRange(0, 1000));
+  Random random(seed);
+  HeadMapsSample maps = head_maps(random, heads, std::size_t(height), std::size_t(width));
+  Matrix<double> table = random.uniform_tensor<double, 2>({std::size_t((2 * window - 1) * (2 * window - 1)), heads}) * 2.0;
+  std::ostringstream d;
+  d << "map " << height << "x" << width << ", heads " << heads << ", D_k " << maps.q.shape(3) << ", D_v "
+    << maps.v.shape(3) << ", window " << window << ", shift " << shift << ", seed " << seed;
+  return {std::move(maps), std::move(table), window, shift, d.str()};
+}
+
+// An ACmix module and its input: C_in 1..3, 1..3 heads of head_dim 1..2,
+// k_att 1..5, k_conv 1, 3 or 5, stride 1..2, an image 1..6 per side (k_att / 2
+// >= a side: refused by the attention path), dep_conv shift-initialised or
+// random, Stage I biases or none, weights from random_acmix_weights.
+struct AcmixSample {
+  AcmixConfig config;
+  AcmixWeights<double> weights;
+  Image<double> x;
+  std::string description;
+};
+
+inline AcmixSample acmix_sample() {
+  AcmixConfig config;
+  config.in_channels = *rc::gen::inRange(1, 4);
+  config.heads = *rc::gen::inRange(1, 4);
+  config.out_channels = config.heads * *rc::gen::inRange(1, 3);
+  config.kernel_att = *rc::gen::inRange(1, 6);
+  config.kernel_conv = *rc::gen::element(1, 3, 5);
+  config.stride = *rc::gen::inRange(1, 3);
+  const auto height = std::size_t(*rc::gen::inRange(1, 7)), width = std::size_t(*rc::gen::inRange(1, 7));
+  AcmixInit init;
+  init.dep_init = *rc::gen::element(std::string("shift"), std::string("random"));
+  init.projection_bias = *rc::gen::arbitrary<bool>();
+  const auto seed = std::uint64_t(*rc::gen::inRange(0, 1000));
+  const Random random(seed);
+  std::ostringstream d;
+  d << "image " << config.in_channels << "x" << height << "x" << width << ", C_out " << config.out_channels
+    << ", heads " << config.heads << ", k_att " << config.kernel_att << ", k_conv " << config.kernel_conv
+    << ", stride " << config.stride << ", dep_conv " << init.dep_init << ", Stage I bias " << init.projection_bias
+    << ", seed " << seed;
+  return {config, random_acmix_weights<double>(config, init, random),
+          random.stream(purpose_id("input")).uniform_tensor<double, 3>({std::size_t(config.in_channels), height, width}),
+          d.str()};
 }
 
 }  // namespace attnconv::samples

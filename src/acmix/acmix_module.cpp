@@ -4,6 +4,12 @@
 
 namespace attnconv {
 
+bool acmix_window_fits(const AcmixConfig& config, int height, int width) {
+  const int half = config.kernel_att / 2;
+  return config.heads >= 1 && config.out_channels >= config.heads && config.out_channels % config.heads == 0 &&
+         config.kernel_att >= 1 && config.stride >= 1 && half < height && half < width;
+}
+
 template <class T> Image<T> position_map(int height, int width) {
   // torch.linspace(start, end, steps): step = (end - start) / (steps - 1); the
   // first half counts up from start, the second half down from end.

@@ -21,6 +21,11 @@ struct AcmixConfig {
   int output_size(int input) const { return (input + stride - 1) / stride; }  // ceil(H / s)
 };
 
+// Whether the attention path (and window_attention_loop) computes on an H x W map:
+// heads >= 1 dividing C_out, k_att >= 1, stride >= 1, and the reflection padding
+// k_att // 2 smaller than each side (PyTorch's ReflectionPad). Both refuse every other.
+bool acmix_window_fits(const AcmixConfig& config, int height, int width);
+
 // Parameters under their reference state_dict names (shapes without the 1x1 axes).
 template <class T> struct AcmixWeights {
   Matrix<T> conv1_weight, conv2_weight, conv3_weight;  // (C_out, C_in): q, k, v
@@ -48,7 +53,8 @@ template <class T> Image<T> position_map(int height, int width);
 // Stage I: three 1x1 convolutions with bias; counts "stage1.projection".
 template <class T> AcmixStage1<T> acmix_stage1(const AcmixWeights<T>& w, const Image<T>& x, OpCounter& counter);
 
-// Attention path; counts "stage2.attention.*".
+// Attention path; counts "stage2.attention.*". Throws std::invalid_argument unless
+// acmix_window_fits(config, H, W).
 template <class T>
 Image<T> acmix_attention_path(const AcmixConfig& config, const AcmixWeights<T>& w, const AcmixStage1<T>& s1,
                               OpCounter& counter);

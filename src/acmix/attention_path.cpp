@@ -4,6 +4,8 @@
 //   P = softmax over the k_att^2 window;  out[n,d,i,j] = sum_(a,b) P * v_pad[n,d,i*s+a,j*s+b]
 // k, v and pe are reflection-padded by k_att // 2.
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <xtensor/xview.hpp>
 
 #include "acmix/acmix_module.hpp"
@@ -16,6 +18,10 @@ template <class T>
 Image<T> acmix_attention_path(const AcmixConfig& config, const AcmixWeights<T>& w, const AcmixStage1<T>& s1,
                               OpCounter& counter) {
   const int height = int(s1.q.shape(1)), width = int(s1.q.shape(2));
+  if (!acmix_window_fits(config, height, width))
+    throw std::invalid_argument("ACmix attention: heads must divide C_out and the reflection padding k_att // 2 = " +
+                                std::to_string(config.kernel_att / 2) + " be smaller than each side of the " +
+                                std::to_string(height) + " x " + std::to_string(width) + " map");
   const int heads = config.heads, hd = config.head_dim(), ka = config.kernel_att, s = config.stride;
   const int h_out = config.output_size(height), w_out = config.output_size(width);
   const int p = ka / 2;

@@ -1,6 +1,8 @@
 #include "acmix/window_attention_loop.hpp"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace attnconv {
@@ -20,6 +22,10 @@ double coordinate(int index, int size) { return size == 1 ? -1.0 : -1.0 + 2.0 * 
 template <class T>
 Image<T> window_attention_loop(const AcmixConfig& config, const AcmixWeights<T>& w, const Image<T>& x) {
   const int c_in = int(x.shape(0)), height = int(x.shape(1)), width = int(x.shape(2));
+  if (!acmix_window_fits(config, height, width))
+    throw std::invalid_argument("ACmix attention: heads must divide C_out and the reflection padding k_att // 2 = " +
+                                std::to_string(config.kernel_att / 2) + " be smaller than each side of the " +
+                                std::to_string(height) + " x " + std::to_string(width) + " map");
   const int c_out = config.out_channels, hd = config.head_dim(), ka = config.kernel_att, s = config.stride;
   const int half = ka / 2;
 

@@ -8,6 +8,7 @@
 
 namespace attnconv {
 
+// Throws std::invalid_argument unless acmix_window_fits(config, H, W).
 template <class T>
 Image<T> window_attention_loop(const AcmixConfig& config, const AcmixWeights<T>& w, const Image<T>& x);
 

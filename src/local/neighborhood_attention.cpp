@@ -33,8 +33,10 @@ AxisKeys neighborhood_keys(int index, int length, const NeighborhoodAxis& axis) 
 }
 
 int neighborhood_start(int index, int length, int kernel, int dilation) {
-  if (kernel % 2 == 0)
-    throw std::invalid_argument("neighborhood_start: the window " + std::to_string(kernel) + " must be odd");
+  if (!neighborhood_window_fits(length, kernel, dilation))
+    throw std::invalid_argument("neighborhood_start: the window " + std::to_string(kernel) + " with dilation " +
+                                std::to_string(dilation) + " needs an odd window and an axis of at least " +
+                                std::to_string(kernel * dilation) + " pixels (got " + std::to_string(length) + ")");
   return neighborhood_keys(index, length, {.window = kernel, .stride = 1, .dilation = dilation}).first;
 }
 
@@ -98,5 +100,9 @@ template HeadMaps<float> neighborhood_attention(const HeadMaps<float>&, const He
                                                 const xt::xtensor<float, 3>&, int, int);
 template HeadMaps<double> neighborhood_attention(const HeadMaps<double>&, const HeadMaps<double>&,
                                                  const HeadMaps<double>&, const xt::xtensor<double, 3>&, int, int);
+
+bool neighborhood_window_fits(int length, int kernel, int dilation) {
+  return kernel >= 1 && kernel % 2 == 1 && dilation >= 1 && length >= kernel * dilation;
+}
 
 }  // namespace attnconv

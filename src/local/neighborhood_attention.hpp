@@ -67,4 +67,9 @@ template <class T>
 HeadMaps<T> neighborhood_attention(const HeadMaps<T>& q, const HeadMaps<T>& k, const HeadMaps<T>& v,
                                    const xt::xtensor<T, 3>& rpb, int kernel, int dilation);
 
+// Whether an axis of `length` pixels holds NATTEN's window: an odd kernel, dilation
+// >= 1, length >= kernel * dilation. neighborhood_start (and so neighborhood_attention,
+// on both axes) refuses every other.
+bool neighborhood_window_fits(int length, int kernel, int dilation);
+
 }  // namespace attnconv

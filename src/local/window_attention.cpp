@@ -19,9 +19,7 @@ std::size_t table_rows(Extent2 window) { return std::size_t((2 * window[0] - 1) 
 template <class T>
 void check_window_shapes(const HeadMaps<T>& q, const HeadMaps<T>& k, const Matrix<T>& table, Extent2 window,
                          Extent2 shift) {
-  for (std::size_t axis = 0; axis < 2; ++axis)
-    if (window[axis] < 1 || shift[axis] < 0 || shift[axis] >= window[axis] ||
-        q.shape(1 + axis) % std::size_t(window[axis]) != 0)
+  if (!swin_window_fits(int(q.shape(1)), int(q.shape(2)), window, shift))
       throw std::invalid_argument("Swin window attention: the map (" + std::to_string(q.shape(1)) + " x " +
                                   std::to_string(q.shape(2)) + ") must be a multiple of the window " +
                                   std::to_string(window[0]) + " x " + std::to_string(window[1]) +
@@ -63,6 +61,18 @@ template <class T> void softmax(std::vector<T>& score) {
 int swin_bias_index(Extent2 window, std::array<int, 2> a, std::array<int, 2> b) {
   return (a[0] - b[0] + window[0] - 1) * (2 * window[1] - 1) + (a[1] - b[1] + window[1] - 1);
 }
+
+bool swin_window_fits(int height, int width, Extent2 window, Extent2 shift) {
+  const std::array<int, 2> sides{height, width};
+  for (std::size_t axis = 0; axis < 2; ++axis)
+    if (window[axis] < 1 || shift[axis] < 0 || shift[axis] >= window[axis] || sides[axis] % window[axis] != 0)
+      return false;
+  return true;
+}
+bool swin_window_fits(int height, int width, int window, int shift) {
+  return swin_window_fits(height, width, Extent2{window, window}, Extent2{shift, shift});
+}
+
 int swin_bias_index(int window, std::array<int, 2> a, std::array<int, 2> b) {
   return swin_bias_index(Extent2{window, window}, a, b);
 }

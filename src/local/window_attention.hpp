@@ -31,6 +31,11 @@ inline constexpr double swin_mask_value = -100.0;
 // (rows, columns): a window M1 x M2, or a shift (s1, s2).
 using Extent2 = std::array<int, 2>;
 
+// Whether Swin's windows tile the padded map: window M_i >= 1, shift in [0, M_i), Hp and
+// Wp multiples of M1 and M2. swin_window_attention and swin_attention_weights refuse every other.
+bool swin_window_fits(int height, int width, Extent2 window, Extent2 shift);
+bool swin_window_fits(int height, int width, int window, int shift);
+
 // Swin's relative_position_index entry of a query and a key at window positions a, b.
 int swin_bias_index(Extent2 window, std::array<int, 2> a, std::array<int, 2> b);
 int swin_bias_index(int window, std::array<int, 2> a, std::array<int, 2> b);

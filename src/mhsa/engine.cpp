@@ -37,7 +37,7 @@ double engine_memory_bytes(Engine ran, std::size_t height, std::size_t width, st
 
 template <class T> Engine resolve_engine(Engine engine, const MhsaLayer<T>& layer) {
   if (engine != Engine::auto_) return engine;
-  return separable_refusal(layer).empty() ? Engine::separable : Engine::dense;
+  return separable_exact(layer) ? Engine::separable : Engine::dense;
 }
 
 template <class T>

@@ -206,8 +206,8 @@ template <class T>
 Matrix<T> mhsa_separable(const MhsaLayer<T>& layer, const Matrix<T>& x, std::size_t height, std::size_t width,
                          const QueryGrid& queries) {
   check_shapes(layer);
-  const std::string refusal = separable_refusal(layer);
-  if (!refusal.empty()) throw std::invalid_argument("the separable engine is not exact for this layer: " + refusal);
+  if (!separable_exact(layer))
+    throw std::invalid_argument("the separable engine is not exact for this layer: " + separable_refusal(layer));
   const std::size_t n = height * width, n_q = queries.size();
   if (x.shape(0) != n || x.shape(1) != layer.in_dim()) throw std::invalid_argument("mhsa_separable: input shape");
   if (!queries.within(height, width)) throw std::invalid_argument("mhsa_separable: queries outside the image");

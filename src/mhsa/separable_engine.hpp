@@ -20,6 +20,10 @@ namespace attnconv {
 // (which head, which term).
 template <class T> std::string separable_refusal(const MhsaLayer<T>& layer);
 
+// Whether the separable engine is exact for this layer: the choice of run_mhsa's
+// auto_ and what mhsa_separable accepts (every other layer it refuses).
+template <class T> bool separable_exact(const MhsaLayer<T>& layer) { return separable_refusal(layer).empty(); }
+
 // x: (H*W) x D_in tokens of an H x W image. Throws std::invalid_argument with
 // separable_refusal() when the layer does not factorise.
 template <class T>

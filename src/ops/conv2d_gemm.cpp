@@ -107,15 +107,27 @@ void im2col_products(const Image<T>& xpad, const Kernel<T>& weight, const std::o
 
 }  // namespace
 
+bool conv2d_gemm_accepts(ConvGemmForm form, const ConvGeometry& g) {
+  return form != ConvGemmForm::shifted || (g.stride[0] == 1 && g.stride[1] == 1);
+}
+
+ConvGemmForm conv2d_gemm_form(ConvGemmForm form, const ConvGeometry& g, int input_width, int kernel_width) {
+  if (form != ConvGemmForm::automatic) return form;
+  if (!conv2d_gemm_accepts(ConvGemmForm::shifted, g)) return ConvGemmForm::im2col;
+  // The shifted form also computes the d2 (K2 - 1) columns past each output row: worth it
+  // while they are at most a quarter of the row (measured: docs/performance.md).
+  const int padded = input_width + g.padding.left + g.padding.right;
+  const int output = conv_output_size(input_width, g.padding.left, g.padding.right, kernel_width, 1, g.dilation[1]);
+  return 4 * (padded - output) <= output ? ConvGemmForm::shifted : ConvGemmForm::im2col;
+}
+
 template <class T>
 Image<T> conv2d_gemm(const Image<T>& x, const Kernel<T>& weight, const std::optional<Vector<T>>& bias,
                      const ConvGeometry& g, ConvGemmForm form) {
   const std::size_t groups = std::size_t(std::max(g.groups, 1));
   if (weight.shape(1) * groups != x.shape(0) || weight.shape(0) % groups != 0)
     throw std::invalid_argument("conv2d_gemm: channels do not match the weight and groups");
-  const bool unit_stride = g.stride[0] == 1 && g.stride[1] == 1;
-  if (form == ConvGemmForm::shifted && !unit_stride)
-    throw std::invalid_argument("conv2d_gemm: the shifted form needs stride 1");
+  if (!conv2d_gemm_accepts(form, g)) throw std::invalid_argument("conv2d_gemm: the shifted form needs stride 1");
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   const std::size_t k1 = weight.shape(2), k2 = weight.shape(3);
   const int h_out = conv_output_size(int(x.shape(1)), g.padding.top, g.padding.bottom, int(k1), g.stride[0], g.dilation[0]);
@@ -130,10 +142,7 @@ Image<T> conv2d_gemm(const Image<T>& x, const Kernel<T>& weight, const std::opti
       std::fill(&y(o, 0, 0), &y(o, 0, 0) + s.ho * s.wo, bias ? (*bias)(o) : T(0));
     return y;
   }
-  // The shifted form also computes the d2 (K2 - 1) columns past each output row: worth it
-  // while they are at most a quarter of the row (measured: docs/performance.md).
-  const bool few_dropped = 4 * (s.wp - s.wo) <= s.wo;
-  if (form == ConvGemmForm::shifted || (form == ConvGemmForm::automatic && unit_stride && few_dropped))
+  if (conv2d_gemm_form(form, g, int(x.shape(2)), int(k2)) == ConvGemmForm::shifted)
     shifted_products(xpad, weight, bias, s, y);
   else
     im2col_products(xpad, weight, bias, s, y);

@@ -25,9 +25,17 @@ namespace attnconv {
 
 enum class ConvGemmForm { automatic, shifted, im2col };
 
-// automatic: shifted for stride 1 when the dropped columns are at most a quarter of an
-// output row (W_out >= 4 d2 (K2 - 1)), im2col otherwise. shifted with a stride other
-// than 1 throws std::invalid_argument.
+// Whether conv2d_gemm computes `form` for this geometry: the shifted form needs
+// stride 1; automatic and im2col take every geometry.
+bool conv2d_gemm_accepts(ConvGemmForm form, const ConvGeometry& geometry);
+
+// The form conv2d_gemm computes with for an input `input_width` wide and a kernel
+// `kernel_width` wide: `form` itself unless automatic, which picks shifted for stride 1
+// when the dropped columns are at most a quarter of an output row
+// (W_out >= 4 d2 (K2 - 1)), im2col otherwise.
+ConvGemmForm conv2d_gemm_form(ConvGemmForm form, const ConvGeometry& geometry, int input_width, int kernel_width);
+
+// Throws std::invalid_argument unless conv2d_gemm_accepts(form, geometry).
 template <class T>
 Image<T> conv2d_gemm(const Image<T>& x, const Kernel<T>& weight, const std::optional<Vector<T>>& bias,
                      const ConvGeometry& geometry, ConvGemmForm form = ConvGemmForm::automatic);
