@@ -9,6 +9,7 @@
 #include "cases/case_weights.hpp"
 #include "proof/batch_read.hpp"
 #include "proof/npy.hpp"
+#include "run/dump_case.hpp"
 #include "metrics/compare.hpp"
 
 namespace attnconv {
@@ -173,6 +174,7 @@ json run_case(const Case& c, const RunOptions& options) {
     if (!options.dump_dir.empty()) {
       const std::string dir = (std::filesystem::path(options.dump_dir) / c.name).string();
       dump_tensors(dir, outcome.tensors);
+      write_dump_case(dir, c, entry, outcome.tensors);
     }
   } catch (const std::exception& e) {
     return error_entry(c, e.what(), seconds_since(start));
