@@ -163,9 +163,13 @@ template <class T> Outcome verify(const Case& c, const SwinParams& p) {
   const ContentMaps<T> content = content_maps(x_pad, w_qry, w_key);
   const HeadMaps<T>&q = content.q, &k = content.k;
   double han_max_abs = 0, han_rel_l2 = 0;  // the larger over W-MSA and SW-MSA
+  std::vector<NamedTensor> han_sides;
   for (const int s : {0, shift}) {
     const HeadMaps<T> windowed = swin_window_attention(q, k, values, random_table, m, s);
     const HeadMaps<T> connected = locally_connected(swin_attention_weights(q, k, random_table, m, s), values);
+    const std::string suffix = s == 0 ? "" : "_shifted";
+    han_sides.push_back({"han_windowed" + suffix, xt::xarray<T>(windowed)});
+    han_sides.push_back({"han_connected" + suffix, xt::xarray<T>(connected)});
     const Difference d = compare(connected, windowed);
     han_max_abs = std::max(han_max_abs, d.max_abs), han_rel_l2 = std::max(han_rel_l2, d.rel_l2);
   }
@@ -234,6 +238,8 @@ template <class T> Outcome verify(const Case& c, const SwinParams& p) {
   out.tensors.push_back({"random_table", xt::xarray<T>(random_table)});
   out.tensors.push_back({"w_qry", xt::xarray<T>(w_qry)});
   out.tensors.push_back({"w_key", xt::xarray<T>(w_key)});
+  for (auto& t : han_sides) out.tensors.push_back(std::move(t));
+  for (auto& t : head_weight_tensors(layer)) out.tensors.push_back(std::move(t));
   return out;
 }
 
@@ -275,7 +281,16 @@ const bool registered = register_proof(make_proof<P>({
                           {"table", "((2M - 1)^2, heads): the quadratic bias"},
                           {"random_table", "((2M - 1)^2, heads): the bias of the locally connected check"},
                           {"w_qry", "(heads, C_in, C_in): the locally connected check's layer"},
-                          {"w_key", "(heads, C_in, C_in)"}}),
+                          {"w_key", "(heads, C_in, C_in)"},
+                          {"han_windowed", "(heads, H_p, W_p, C_out): check 1, W-MSA per head with w_qry, w_key, "
+                                           "random_table on the input padded bottom/right to H_p, W_p (multiples of M)"},
+                          {"han_connected", "the same as a locally connected layer (Han et al.): the side max_abs "
+                                            "compares with han_windowed"},
+                          {"han_windowed_shifted", "check 1 for SW-MSA (shift M // 2)"},
+                          {"han_connected_shifted", "check 1 for SW-MSA, locally connected"},
+                          {"w_val", "(heads, C_in, C_out): the construction's W_val^h, the values of checks 1 and 2"},
+                          {"w_out", "(heads C_out, C_out): W_out, head h's rows h C_out ... (h + 1) C_out - 1"},
+                          {"b_out", "(C_out): the convolution's bias"}}),
     .expected_tensors = expected_tensors,
 }));
 
