@@ -154,7 +154,6 @@ std::vector<Case> expand_case_within(const json& object, const std::string& file
 
   Case c;
   c.file = file;
-  c.given = object;
   if (!object.contains("name")) fail("name", "missing");
   if (!object["name"].is_string() || object["name"].get<std::string>().empty()) fail("name", "must be a non-empty string");
   c.base_name = object["name"].get<std::string>();

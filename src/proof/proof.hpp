@@ -49,7 +49,6 @@ struct Case {
   std::string proof;       // proof id
   std::string file;        // the case file it came from
   json params;             // every parameter of the proof, defaults filled in
-  json given = json::object();        // the case's object as its file gives it (before sweep expansion)
   json sweep_point = json::object();  // the swept values of this case
   Request request;                    // its tolerance and expect
   // Tensor name -> source (proof/tensor_source.hpp): an .npy path relative

@@ -30,7 +30,7 @@ json tensor_entry(const ProofDef& proof, const Case& c, const NamedTensor& tenso
 
 json dump_case_document(const Case& c, const json& entry, const std::vector<NamedTensor>& tensors) {
   const ProofDef& proof = *find_proof(c.proof);
-  json document = {{"tool", tool_info()}, {"given", c.given}};
+  json document = {{"tool", tool_info()}};
   document.update(entry);
   json files = json::object();
   for (const auto& tensor : tensors) files[tensor.name] = tensor_entry(proof, c, tensor);

@@ -9,8 +9,8 @@
 
 namespace attnconv {
 
-// The document: the case as its file gives it ("given"), the report's entry
-// for it (name, proof, file, params with every default filled in, expect,
+// The document: the report's entry for the case (name, proof, file,
+// sweep_group and sweep_point: where its file gives it; params with every default filled in, expect,
 // tolerance, status, verdict, metrics, message, provenance), the tool, and per
 // dumped tensor its file, dtype, shape, meaning (the proof's .dumps) and source
 // (the loader's provenance for a loaded or seed-drawn tensor, else "computed").

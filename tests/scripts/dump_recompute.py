@@ -424,7 +424,7 @@ def chosen_cases():
 
 
 def check_case_json(proof, case, folder, declared):
-    for key in ("name", "proof", "params", "given", "expect", "tolerance", "status", "verdict", "metrics", "message",
+    for key in ("name", "proof", "file", "sweep_group", "sweep_point", "params", "expect", "tolerance", "status", "verdict", "metrics", "message",
                 "tool", "tensors"):
         check(key in case, f"{proof}: case.json has no '{key}'")
     check(case.get("proof") == proof, f"{proof}: case.json names proof {case.get('proof')}")
