@@ -200,6 +200,7 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
   vacuous_if_zero(out, "conv_weight (the convolution, and so the layer's values)", w, "the bias");
   out.tensors = conv_tensors<T>(x, relative.expected, actual, w, b);
   out.tensors.push_back({"relative", xt::xarray<T>(relative.actual)});
+  for (auto& t : mhsa_layer_tensors(layer)) out.tensors.push_back(std::move(t));
   return out;
 }
 
@@ -242,7 +243,10 @@ const bool registered = register_proof(make_proof<AbsoluteParams>({
          metric::failure_floor, metric::eckart_young,
          metric::bound_note.described("\"added\": what the bound is about")}),
     .dumps = conv_dumps("the convolution, (C_out, H_out, W_out)", "the absolute-encoding MHSA",
-                         {{"relative", "Theorem 1's relative construction on the same convolution"}}),
+                         mhsa_layer_dumps("(|delta|^2, delta1, delta2), unused (u = v = 0); its X is the padded "
+                                          "image's tokens with P_p = (p1, p2, |p|^2, 1) appended (\"reserved\", "
+                                          "D_in = C_in + 4) or added to its first four channels (\"added\")",
+                                          {{"relative", "Theorem 1's relative construction on the same convolution"}})),
     .expected_tensors = expected_tensors,
 }));
 

@@ -93,7 +93,11 @@ template <class T> Outcome verify(const Case& c, const Lemma1Params& p) {
   out.tensors = {{"input", xt::xarray<T>(x)},
                  {"expected", xt::xarray<T>(summed)},
                  {"actual", xt::xarray<T>(projected)},
-                 {"w_out", xt::xarray<T>(w_out)}};
+                 {"w_out", xt::xarray<T>(w_out)},
+                 {"w_qry", xt::xarray<T>(w_qry)},
+                 {"w_key", xt::xarray<T>(w_key)},
+                 {"w_val", xt::xarray<T>(w_val)},
+                 {"b_out", xt::xarray<T>(b_out)}};
   return out;
 }
 
@@ -117,7 +121,11 @@ const bool registered = register_proof(make_proof<P>({
     .dumps = {{"input", "(T, D_in)"},
                {"w_out", "(N_h D_h, D_out)"},
                {"expected", "sum_h SA_h(X) W_out^(h) + b_out, (T, D_out)"},
-               {"actual", "concat_h SA_h(X) W_out + b_out, (T, D_out)"}},
+               {"actual", "concat_h SA_h(X) W_out + b_out, (T, D_out)"},
+               {"w_qry", "(N_h, D_in, D_k)"},
+               {"w_key", "(N_h, D_in, D_k)"},
+               {"w_val", "(N_h, D_in, D_h)"},
+               {"b_out", "(D_out)"}},
     .expected_tensors = expected_tensors,
 }));
 

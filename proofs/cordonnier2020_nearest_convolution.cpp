@@ -346,6 +346,7 @@ template <class T> Outcome verify(const Case& c, const NearestParams& p) {
   vacuous_if_zero(out, "W_out", a.layer.w_out, "b_out");
   out.tensors = conv_tensors<T>(a.x, expected, actual, w_conv, std::optional<Vector<T>>(a.layer.b_out));
   out.tensors.push_back({"attention", xt::xarray<T>(a.attention)});
+  for (auto& t : mhsa_layer_tensors(eq8)) out.tensors.push_back(std::move(t));
   return out;
 }
 
@@ -447,12 +448,14 @@ const bool registered = register_proof(make_proof<P>({
          metric::kernel_resolved, metric::tap, metric::center_distance, metric::leak, metric::mass_outside,
          metric::uncovered_taps, metric::shared_taps, metric::convolution_like_heads,
          metric::engine.described("the MHSA engine that ran (auto: separable where exact)"), metric::content_share}),
-    .dumps = {{"input", "(C_in, H, W)"},
-               {"conv_weight", "(C_out, C_in, K1, K2): the nearest convolution, loadable into torch.nn.Conv2d"},
-               {"conv_bias", "(C_out)"},
-               {"expected", "the nearest convolution's output"},
-               {"actual", "the layer's output"},
-               {"attention", "(N_h, H, W): each head's attention for the reference query"}},
+    .dumps = mhsa_layer_dumps("(delta1^2, delta2^2, delta1 delta2, delta1, delta2) (quadratic_general), on the "
+                              "input zero-padded \"same\" for metrics.kernel_resolved with \"padding\": \"same\"",
+                              {{"input", "(C_in, H, W)"},
+                               {"conv_weight", "(C_out, C_in, K1, K2): the nearest convolution, loadable into torch.nn.Conv2d"},
+                               {"conv_bias", "(C_out)"},
+                               {"expected", "the nearest convolution's output"},
+                               {"actual", "the layer's output"},
+                               {"attention", "(N_h, H, W): each head's attention for the reference query"}}),
     .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
     .figures = figures,

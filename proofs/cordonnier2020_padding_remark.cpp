@@ -141,6 +141,7 @@ template <class T> Outcome verify(const Case& c, const PaddingRemarkParams& p) {
   vacuous_if_zero(out, "conv_weight (the convolution, and so the layer's values)", w, "the bias");
   out.tensors = conv_tensors<T>(x, expected, unpadded, w, b);
   out.tensors.push_back({"actual_padded", xt::xarray<T>(fixed.actual)});
+  for (auto& t : mhsa_layer_tensors(fixed.layer)) out.tensors.push_back(std::move(t));
   return out;
 }
 
@@ -176,7 +177,8 @@ const bool registered = register_proof(make_proof<P>({
          metric::bound.described("the finite-alpha bound of the unpadded layer: agreement per pixel"),
          metric::padded_bound, metric::alpha, metric::engine}),
     .dumps = conv_dumps("the zero-padded \"same\" convolution, (C_out, H, W)", "the MHSA on the unpadded image",
-                         {{"actual_padded", "the MHSA after padding first (the paper's fix)"}}),
+                         mhsa_layer_dumps("(|delta|^2, delta1, delta2)",
+                                          {{"actual_padded", "the MHSA after padding first (the paper's fix)"}})),
 }));
 
 }  // namespace

@@ -104,6 +104,7 @@ template <class T> Outcome verify(const Case& c, const Theorem1Params& p, const 
   out.set(metric::padding_resolved, {pad.top, pad.bottom, pad.left, pad.right});
   out.set(metric::output_shape, {check.expected.shape(0), check.expected.shape(1), check.expected.shape(2)});
   out.tensors = conv_tensors<T>(x, check.expected, check.actual, w, b);
+  for (auto& t : mhsa_layer_tensors(check.layer)) out.tensors.push_back(std::move(t));
   return out;
 }
 
@@ -195,7 +196,8 @@ const bool registered = register_proof(make_proof<Theorem1Params>({
     .verify = {verify<float>, verify<double>},
     .metrics = theorem1_metrics({metric::flops, metric::flops_skipped, metric::memory_estimate_bytes,
                                  metric::padding_resolved, metric::output_shape}),
-    .dumps = conv_dumps("the convolution, (C_out, H_out, W_out)", "the MHSA, aligned to the convolution's output grid"),
+    .dumps = conv_dumps("the convolution, (C_out, H_out, W_out)", "the MHSA, aligned to the convolution's output grid",
+                        mhsa_layer_dumps("(|delta|^2, delta1, delta2) (quadratic) or (delta1^2, delta2^2, delta1 delta2, delta1, delta2) (quadratic_general), as metrics.encoding says")),
     .memory_estimate = memory_estimate,
     .expected_tensors = theorem1_2d_tensors,
     .figures = figures,

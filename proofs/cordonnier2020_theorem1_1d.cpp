@@ -62,6 +62,7 @@ template <class T> Outcome verify(const Case& c, const Theorem1dParams& p, const
   out.set(metric::padding_resolved, {p.geometry.pad_left, p.geometry.pad_right});
   out.set(metric::output_shape, {check.expected.shape(0), check.expected.shape(2)});
   out.tensors = conv_tensors<T>(x, as_sequence(check.expected), as_sequence(check.actual), w, b);
+  for (auto& t : mhsa_layer_tensors(check.layer)) out.tensors.push_back(std::move(t));
   return out;
 }
 
@@ -91,11 +92,11 @@ const bool registered = register_proof(make_proof<P>({
     .verify = {verify<float>, verify<double>},
     .metrics = theorem1_metrics(
         {metric::padding_resolved.described("[left, right]"), metric::output_shape.described("[C_out, L_out]")}),
-    .dumps = {{"input", "(C_in, L)"},
+    .dumps = mhsa_layer_dumps("(delta^2, delta) on the 1 x L image (quadratic_1d)", {{"input", "(C_in, L)"},
                {"conv_weight", "(C_out, C_in / groups, K)"},
                {"conv_bias", "(C_out); zeros without bias"},
                {"expected", "the convolution, (C_out, L_out)"},
-               {"actual", "the MHSA, aligned to the convolution's output"}},
+               {"actual", "the MHSA, aligned to the convolution's output"}}),
     .expected_tensors = expected_tensors,
 }));
 

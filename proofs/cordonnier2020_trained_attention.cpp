@@ -79,7 +79,21 @@ template <class T> Outcome verify(const Case& c, const TrainedParams& p) {
                                  .bias = folded_bias(layer),
                                  .family = "multi-head self-attention layer"};
   const TokenGrid grid{.extra = p.extra_tokens, .h = p.grid[0], .w = p.grid[1]};
-  return trained_outcome(c, p.dtype, x, measured, grid, p.kernel);
+  Outcome out = trained_outcome(c, p.dtype, x, measured, grid, p.kernel);
+  out.tensors.push_back({"w_qkv", xt::xarray<T>(layer.w_qkv)});
+  out.tensors.push_back({"b_qkv", xt::xarray<T>(layer.b_qkv)});
+  out.tensors.push_back({"w_proj", xt::xarray<T>(layer.w_proj)});
+  out.tensors.push_back({"b_proj", xt::xarray<T>(layer.b_proj)});
+  return out;
+}
+
+std::vector<TensorDump> dumps() {
+  std::vector<TensorDump> all = trained_dumps();
+  all.insert(all.end(), {{"w_qkv", "(3D, D): [W_q; W_k; W_v] in PyTorch's (out, in) layout (in_proj_weight / qkv.weight)"},
+                         {"b_qkv", "(3D): in_proj_bias / qkv.bias; zeros without"},
+                         {"w_proj", "(D, D): out_proj.weight / proj.weight"},
+                         {"b_proj", "(D): out_proj.bias / proj.bias; zeros without"}});
+  return all;
 }
 
 double memory_estimate(const TrainedParams& p) {
@@ -131,7 +145,7 @@ const bool registered = register_proof(make_proof<P>({
     .check = check,
     .verify = {verify<float>, verify<double>},
     .metrics = trained_metrics(),
-    .dumps = trained_dumps(),
+    .dumps = dumps(),
     .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
     .whole_batch = true,

@@ -247,7 +247,17 @@ template <class T> Outcome verify(const Case& c, const GpsaParams& p, const Requ
         metric::max_abs.name, roundoff, 0.0,
         "with a finite locality strength and gate the attention spreads beyond each head's tap and mixes in the "
         "content softmax, so GPSA is not its limit convolution"};
-  out.tensors = {{"input", xt::xarray<T>(x)}, {"actual", xt::xarray<T>(y)}, {"limit_kernel", xt::xarray<T>(limit_kernel)}};
+  out.tensors = {{"input", xt::xarray<T>(x)},
+                 {"expected", xt::xarray<T>(conv2d_blocked(x, limit_kernel, std::optional<Vector<T>>(layer.b_proj), ConvGeometry{}))},
+                 {"actual", xt::xarray<T>(y)},
+                 {"limit_kernel", xt::xarray<T>(limit_kernel)},
+                 {"w_qry", xt::xarray<T>(case_layer.w_qry)},
+                 {"w_key", xt::xarray<T>(case_layer.w_key)},
+                 {"w_val", xt::xarray<T>(case_layer.w_val)},
+                 {"w_proj", xt::xarray<T>(case_layer.w_proj)},
+                 {"b_proj", xt::xarray<T>(case_layer.b_proj)},
+                 {"v_pos", xt::xarray<T>(case_layer.v_pos)},
+                 {"gating", xt::xarray<T>(case_layer.gating)}};
   return out;
 }
 
@@ -300,8 +310,17 @@ const bool registered = register_proof(make_proof<P>({
                                  metric::sigma, metric::head_max_abs, metric::head_leak, metric::head_mass_outside,
                                  metric::locality_strength_min, metric::gating_min, metric::sigma_min}),
     .dumps = {{"input", "(D, H, W)"},
-               {"actual", "GPSA's output"},
-               {"limit_kernel", "the limit convolution's kernel"}},
+               {"expected", "the limit convolution without padding, bias b_proj: (D, H - K1 + 1, W - K2 + 1), "
+                            "max_abs compares it with actual[:, c1:, c2:] (c = (K - 1) // 2)"},
+               {"actual", "GPSA's output (D, H, W)"},
+               {"limit_kernel", "the limit convolution's kernel (D, D, K1, K2)"},
+               {"w_qry", "(D, D): x W, columns h d ... (h + 1) d - 1 head h's"},
+               {"w_key", "(D, D)"},
+               {"w_val", "(D, D): I"},
+               {"w_proj", "(D, D)"},
+               {"b_proj", "(D)"},
+               {"v_pos", "(N_h, 3): pos_h(q, k) = softmax_k(v_pos^h . (delta1, delta2, |delta|^2)), delta = k - q (row, column)"},
+               {"gating", "(N_h): lambda_h"}},
     .expected_tensors = expected_tensors,
 }));
 

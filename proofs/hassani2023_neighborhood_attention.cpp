@@ -266,12 +266,13 @@ bool block_complete(int index, int length, const NeighborhoodAxis& axis) {
 // Check 1: a layer with content (W_qry, W_key in the first C_in key dimensions)
 // and a positional term v . r_delta (the last 3, W^_key = [0; I_3], u = 0), so
 // that the dense engine's score is q . k + v . r_delta: a relative position bias.
-struct GlobalCheck {
+template <class T> struct GlobalCheck {
   double max_abs = 0, rel_l2 = 0, allowance = 0;
   int side = 0;
+  Image<T> local, dense;  // both sides, dumped
 };
 template <class T>
-GlobalCheck global_check(const MhsaLayer<T>& construction, const Image<T>& x, const CaseTensors& tensors) {
+GlobalCheck<T> global_check(const MhsaLayer<T>& construction, const Image<T>& x, const CaseTensors& tensors) {
   const std::size_t c_in = x.shape(0), heads = construction.heads.size();
   const int side = int(std::min(x.shape(1), x.shape(2)) - 1) / 2 * 2 + 1;
   const Image<T> crop = xt::view(x, xt::all(), xt::range(0, side), xt::range(0, side));
@@ -323,7 +324,9 @@ GlobalCheck global_check(const MhsaLayer<T>& construction, const Image<T>& x, co
   return {.max_abs = d.max_abs, .rel_l2 = d.rel_l2,
           .allowance = softmax_roundoff(score_terms, sum_terms, std::numeric_limits<T>::epsilon() / 2, score_scale,
                                         value_scale, abs_scale),
-          .side = side};
+          .side = side,
+          .local = local,
+          .dense = dense};
 }
 
 // Check 4: strided neighborhood attention with stride = window against blocked
@@ -459,7 +462,7 @@ template <class T> Outcome verify(const Case& c, const NeighborhoodParams& p) {
   const Difference versus_truncated = compare(unpadded, truncated);
 
   // 1. The window as large as the image: global attention.
-  const GlobalCheck g = global_check(layer, x, tensors);
+  const GlobalCheck<T> g = global_check(layer, x, tensors);
 
   Outcome out;
   set_distance(out, padded);
@@ -549,6 +552,13 @@ template <class T> Outcome verify(const Case& c, const NeighborhoodParams& p) {
   out.tensors.push_back({"actual_unpadded", xt::xarray<T>(unpadded)});
   out.tensors.push_back({"global_unpadded", xt::xarray<T>(global)});
   out.tensors.push_back({"rpb", xt::xarray<T>(rpb)});
+  for (auto& t : head_weight_tensors(layer)) out.tensors.push_back(std::move(t));
+  const std::size_t heads = layer.heads.size(), c_in = x.shape(0);
+  out.tensors.push_back({"global_crop_expected", xt::xarray<T>(g.dense)});
+  out.tensors.push_back({"global_crop_actual", xt::xarray<T>(g.local)});
+  out.tensors.push_back({"w_qry", xt::xarray<T>(tensors.get<T, 3>("w_qry", {heads, c_in, c_in}))});
+  out.tensors.push_back({"w_key", xt::xarray<T>(tensors.get<T, 3>("w_key", {heads, c_in, c_in}))});
+  out.tensors.push_back({"v_pos", xt::xarray<T>(tensors.get<T, 2>("v_pos", {heads, std::size_t(3)}))});
   return out;
 }
 
@@ -616,7 +626,16 @@ const bool registered = register_proof(make_proof<P>({
                         "neighborhood attention on the padded input",
                         {{"actual_unpadded", "the window rule on the image as it is"},
                          {"global_unpadded", "global attention on the same"},
-                         {"rpb", "(heads, 2 w1 - 1, 2 w2 - 1): the quadratic bias"}}),
+                         {"rpb", "(heads, 2 w1 - 1, 2 w2 - 1): the quadratic bias"},
+                         {"w_val", "(heads, C_in, C_out): the construction's W_val^h, shared by checks 1 to 3"},
+                         {"w_out", "(heads C_out, C_out): W_out, head h's rows h C_out ... (h + 1) C_out - 1"},
+                         {"b_out", "(C_out): the convolution's bias"},
+                         {"global_crop_expected", "check 1: global self-attention (dense engine) on the top-left "
+                                                  "S x S crop, S = metrics.global_side: (C_out, S, S)"},
+                         {"global_crop_actual", "check 1: neighborhood attention with K_att = S on the same crop"},
+                         {"w_qry", "(heads, C_in, C_in): check 1's W_qry^h"},
+                         {"w_key", "(heads, C_in, C_in): check 1's W_key^h"},
+                         {"v_pos", "(heads, 3): check 1's rpb_h(delta) = v_pos^h . (|delta|^2, delta1, delta2)"}}),
     .expected_tensors = expected_tensors,
 }));
 

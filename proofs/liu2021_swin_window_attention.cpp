@@ -253,9 +253,13 @@ template <class T> Outcome verify(const Case& c, const SwinParams& p) {
   const HeadMaps<T> q = plus_bias(content.q, b_qry), k = plus_bias(content.k, b_key);
   const HeadMaps<T> biased_values = plus_bias(values, b_val);
   double han_max_abs = 0, han_rel_l2 = 0;  // the larger over W-MSA and SW-MSA
+  std::vector<NamedTensor> han_sides;
   for (const Extent2 s : {no_shift, p.shift}) {
     const HeadMaps<T> windowed = swin_window_attention(q, k, biased_values, random_table, m, s);
     const HeadMaps<T> connected = locally_connected(swin_attention_weights(q, k, random_table, m, s), biased_values);
+    const std::string suffix = s == no_shift ? "" : "_shifted";
+    han_sides.push_back({"han_windowed" + suffix, xt::xarray<T>(windowed)});
+    han_sides.push_back({"han_connected" + suffix, xt::xarray<T>(connected)});
     const Difference d = compare(connected, windowed);
     han_max_abs = std::max(han_max_abs, d.max_abs), han_rel_l2 = std::max(han_rel_l2, d.rel_l2);
   }
@@ -391,6 +395,8 @@ template <class T> Outcome verify(const Case& c, const SwinParams& p) {
   out.tensors.push_back({"b_qry", xt::xarray<T>(b_qry)});
   out.tensors.push_back({"b_key", xt::xarray<T>(b_key)});
   out.tensors.push_back({"b_val", xt::xarray<T>(b_val)});
+  for (auto& t : han_sides) out.tensors.push_back(std::move(t));
+  for (auto& t : head_weight_tensors(layer)) out.tensors.push_back(std::move(t));
   return out;
 }
 
@@ -454,7 +460,17 @@ const bool registered = register_proof(make_proof<P>({
                           {"w_key", "(heads, C_in, C_in)"},
                           {"b_qry", "(heads, C_in): Swin's q bias (zeros without qkv_bias)"},
                           {"b_key", "(heads, C_in): its k bias"},
-                          {"b_val", "(heads, D_out): its v bias"}}),
+                          {"b_val", "(heads, D_out): its v bias"},
+                          {"han_windowed", "(heads, H_p, W_p, C_out): check 1, W-MSA per head with w_qry, w_key, "
+                                           "b_qry, b_key, random_table and the values plus b_val, on the input padded "
+                                           "to H_p, W_p (multiples of M1, M2)"},
+                          {"han_connected", "the same as a locally connected layer (Han et al.): the side max_abs "
+                                            "compares with han_windowed"},
+                          {"han_windowed_shifted", "check 1 for SW-MSA (the case's shift)"},
+                          {"han_connected_shifted", "check 1 for SW-MSA, locally connected"},
+                          {"w_val", "(heads, C_in, C_out): the construction's W_val^h, the values of checks 1 and 2"},
+                          {"w_out", "(heads C_out, C_out): W_out, head h's rows h C_out ... (h + 1) C_out - 1"},
+                          {"b_out", "(C_out): the convolution's bias"}}),
     .expected_tensors = expected_tensors,
 }));
 

@@ -158,6 +158,49 @@ Outcome construction_outcome(const Request& request, const Theorem1Check<T>& che
   return out;
 }
 
+template <class T> std::vector<NamedTensor> head_weight_tensors(const MhsaLayer<T>& layer) {
+  const std::size_t heads = layer.heads.size();
+  xt::xarray<T> w_val = xt::zeros<T>({heads, layer.in_dim(), layer.head_dim()});
+  for (std::size_t h = 0; h < heads; ++h) xt::view(w_val, h) = layer.heads[h].w_val;
+  return {{"w_val", std::move(w_val)}, {"w_out", xt::xarray<T>(layer.w_out)}, {"b_out", xt::xarray<T>(layer.b_out)}};
+}
+
+template <class T> std::vector<NamedTensor> mhsa_layer_tensors(const MhsaLayer<T>& layer) {
+  const AttentionHead<T>& first = layer.heads.front();
+  const std::size_t heads = layer.heads.size(), d_k = first.w_qry.shape(1), d_p = first.w_key_hat.shape(1);
+  xt::xarray<T> w_qry = xt::zeros<T>({heads, layer.in_dim(), d_k}), w_key = w_qry;
+  xt::xarray<T> w_key_hat = xt::zeros<T>({heads, d_k, d_p}), u = xt::zeros<T>({heads, d_k}), v = u;
+  for (std::size_t h = 0; h < heads; ++h) {
+    xt::view(w_qry, h) = layer.heads[h].w_qry;
+    xt::view(w_key, h) = layer.heads[h].w_key;
+    xt::view(w_key_hat, h) = layer.heads[h].w_key_hat;
+    xt::view(u, h) = layer.heads[h].u;
+    xt::view(v, h) = layer.heads[h].v;
+  }
+  std::vector<NamedTensor> tensors{{"w_qry", std::move(w_qry)}, {"w_key", std::move(w_key)},
+                                   {"w_key_hat", std::move(w_key_hat)}, {"u", std::move(u)}, {"v", std::move(v)}};
+  for (auto& t : head_weight_tensors(layer)) tensors.push_back(std::move(t));
+  return tensors;
+}
+
+std::vector<TensorDump> mhsa_layer_dumps(const std::string& encoding, std::vector<TensorDump> more) {
+  more.insert(more.end(),
+              {{"w_qry", "(N_h, D_in, D_k): the layer of Eq. 8, A_qk = (X_q W_qry)(X_k W_key)^T + (X_q W_qry).(W^_key "
+                         "r_delta) + u.(X_k W_key) + v.(W^_key r_delta), delta = k - q, r_delta " + encoding},
+               {"w_key", "(N_h, D_in, D_k)"},
+               {"w_key_hat", "(N_h, D_k, D_p): W^_key"},
+               {"u", "(N_h, D_k)"},
+               {"v", "(N_h, D_k)"},
+               {"w_val", "(N_h, D_in, D_h): W_val^h"},
+               {"w_out", "(N_h D_h, D_out): W_out, head h's rows h D_h ... (h + 1) D_h - 1"},
+               {"b_out", "(D_out)"}});
+  return more;
+}
+
+template std::vector<NamedTensor> head_weight_tensors(const MhsaLayer<float>&);
+template std::vector<NamedTensor> head_weight_tensors(const MhsaLayer<double>&);
+template std::vector<NamedTensor> mhsa_layer_tensors(const MhsaLayer<float>&);
+template std::vector<NamedTensor> mhsa_layer_tensors(const MhsaLayer<double>&);
 template double weight_distance(const MhsaLayer<float>&, const Kernel<float>&, int);
 template double weight_distance(const MhsaLayer<double>&, const Kernel<double>&, int);
 template Outcome construction_outcome(const Request&, const Theorem1Check<float>&, const Theorem1Options&,

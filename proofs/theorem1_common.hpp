@@ -122,4 +122,15 @@ template <class T>
 Outcome construction_outcome(const Request& request, const Theorem1Check<T>& check, const Theorem1Options& options,
                              const std::string& engine);
 
+// A layer's per-head weights for --dump-tensors: w_val (N_h, D_in, D_h),
+// w_out (N_h D_h, D_out), b_out (D_out) (Eq. 8: MHSA(X) = concat_h(SA_h(X)) W_out + b_out).
+template <class T> std::vector<NamedTensor> head_weight_tensors(const MhsaLayer<T>& layer);
+
+// The whole layer of Eq. 8 (mhsa/mhsa_layer.hpp) for --dump-tensors: w_qry,
+// w_key (N_h, D_in, D_k), w_key_hat (N_h, D_k, D_p), u, v (N_h, D_k), then
+// head_weight_tensors; and their declarations after `more`, `encoding` saying
+// which r_delta the layer uses.
+template <class T> std::vector<NamedTensor> mhsa_layer_tensors(const MhsaLayer<T>& layer);
+std::vector<TensorDump> mhsa_layer_dumps(const std::string& encoding, std::vector<TensorDump> more = {});
+
 }  // namespace attnconv

@@ -11,6 +11,7 @@
 #include "proof/npy.hpp"
 #include "io/sizes.hpp"
 #include "run/resources.hpp"
+#include "run/dump_case.hpp"
 #include "metrics/compare.hpp"
 
 namespace attnconv {
@@ -202,6 +203,7 @@ json run_case(const Case& c, const RunOptions& options) {
     if (!options.dump_dir.empty()) {
       const std::string dir = (std::filesystem::path(options.dump_dir) / c.name).string();
       dump_tensors(dir, outcome.tensors);
+      write_dump_case(dir, c, entry, outcome.tensors);
     }
   } catch (const std::bad_alloc&) {
     return error_entry(c,

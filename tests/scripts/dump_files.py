@@ -2,8 +2,8 @@
 """Each proof's declared dumps (`attnconv proofs --json`, the source of
 docs/tensor_dumps.md) against what --dump-tensors writes: every registered
 proof declares its dumps, and a case of each proof (the smallest by memory
-estimate in cases/) dumps every file declared for every case and no file it
-does not declare; docs/tensor_dumps.md is the table the registry generates.
+estimate in cases/) dumps every file declared for every case, case.json and no
+file it does not declare; docs/tensor_dumps.md is the table the registry generates.
 
 Usage: dump_files.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR
 """
@@ -71,6 +71,8 @@ for proof in proofs:
                    "--dump-tensors", dump, "--quiet")
     check(run.returncode in (0, 1), f"{proof}: run of {name} exit code {run.returncode}: {run.stderr}")
     dumped = set(os.listdir(os.path.join(dump, name))) if os.path.isdir(os.path.join(dump, name)) else set()
+    check("case.json" in dumped, f"{proof} ({name}): no case.json beside its dumps")
+    dumped.discard("case.json")
     always, sometimes = table.get(proof, (set(), set()))
     check(always <= dumped, f"{proof} ({name}): declares {sorted(always - dumped)}, not dumped")
     check(dumped <= always | sometimes, f"{proof} ({name}): dumped {sorted(dumped - always - sometimes)}, "
