@@ -124,10 +124,7 @@ const bool registered = register_proof(make_proof<P>({
                                         .default_value = 0,
                                         .minimum = 0,
                                         .maximum = 4096}),
-               field(&P::kernel, {.name = "kernel",
-                                  .help = "the window [K1, K2] of the nearest convolutions",
-                                  .default_value = std::array<int, 2>{3, 3},
-                                  .minimum = 1}),
+               field(&P::kernel, nearest_kernel_param()),
                field(&P::timm, {.name = "layout",
                                 .help = "the state_dict names: \"torch\" (nn.MultiheadAttention: in_proj_weight, "
                                         "in_proj_bias, out_proj.weight, out_proj.bias) or \"timm\" (qkv.weight, "

@@ -120,10 +120,7 @@ const bool registered = register_proof(make_proof<P>({
                                      .help = "attention_isotropic_gaussian: attention_spreads is one inverse "
                                              "standard deviation per head (N_h), else S_h (N_h, 2, 2)",
                                      .default_value = false}),
-               field(&P::kernel, {.name = "kernel",
-                                  .help = "the window [K1, K2] of the nearest convolutions",
-                                  .default_value = std::array<int, 2>{3, 3},
-                                  .minimum = 1}),
+               field(&P::kernel, nearest_kernel_param()),
                field(&P::dtype, dtype_param()),
                field(&P::seed, seed_param("seed of the tensors the case does not load"))},
     .tensors = {"input", "reference_output", "attention_centers", "attention_spreads", "value.weight", "value.bias"},

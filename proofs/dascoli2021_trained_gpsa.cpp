@@ -120,10 +120,7 @@ const bool registered = register_proof(make_proof<P>({
                                 .help = "the square grid [H, W] of patch tokens (row-major; H = W: ConViT builds "
                                         "rel_indices from sqrt(N))",
                                 .minimum = 1}),
-               field(&P::kernel, {.name = "kernel",
-                                  .help = "the window [K1, K2] of the nearest convolutions",
-                                  .default_value = std::array<int, 2>{3, 3},
-                                  .minimum = 1}),
+               field(&P::kernel, nearest_kernel_param()),
                field(&P::qkv_bias, {.name = "qkv_bias",
                                     .help = "ConViT's qkv_bias: the layer has qk.bias and v.bias (ConViT's default: "
                                             "false)",

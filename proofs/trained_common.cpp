@@ -79,10 +79,19 @@ Outcome trained_outcome(const Case& c, Dtype dtype, const xt::xtensor<T, 3>& x, 
                  {"conv_bias", xt::xarray<T>(xt::cast<T>(m.white_bias))},
                  {"lstsq_expected", grid_tokens(m.y_lstsq)},
                  {"expected", grid_tokens(m.y_white)},
-                 {"attention", xt::xarray<T>(xt::cast<T>(forward.p))}};
+                 {"attention", xt::xarray<T>(xt::cast<T>(forward.p))},
+                 {"head_maps", xt::xarray<T>(xt::cast<T>(layer.head_maps))},
+                 {"folded_bias", xt::xarray<T>(xt::cast<T>(layer.bias))}};
   out.reference_tensor = "actual";
   return out;
 }
+FieldOptions<std::array<int, 2>> nearest_kernel_param() {
+  return {.name = "kernel",
+          .help = "the window [K1, K2] of the nearest convolutions",
+          .default_value = std::array<int, 2>{3, 3},
+          .minimum = 1};
+}
+
 std::vector<Metric> trained_metrics(std::vector<Metric> more) {
   std::vector<Metric> all{metric::lstsq_max_abs,      metric::lstsq_rel_l2,      metric::identity_max_abs,
                           metric::identity_rel_l2,    metric::translation_defect, metric::mass_outside,
@@ -107,7 +116,10 @@ std::vector<TensorDump> trained_dumps() {
               {"conv_bias", "(D_out): W_out b_val + b_out"},
               {"lstsq_expected", "(N, H*W, D_out): the least-squares convolution's output on the grid tokens"},
               {"expected", "(N, H*W, D_out): the white-input convolution's output on the grid tokens"},
-              {"attention", "(N, N_h, T, T): the layer's attention probabilities"}};
+              {"attention", "(N, N_h, T, T): the layer's attention probabilities"},
+              {"head_maps", "(N_h, D_out, D_in): M_h = W_o^h W_v^h, so that actual = sum_h attention_h x M_h^T + "
+                            "folded_bias on every token"},
+              {"folded_bias", "(D_out): b = W_o b_v + b_o"}};
 }
 
 double trained_memory(double t, double d, double heads, double g, std::array<int, 2> kernel) {

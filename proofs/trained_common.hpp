@@ -90,6 +90,9 @@ template <class T>
 Outcome trained_outcome(const Case& c, Dtype dtype, const xt::xtensor<T, 3>& x, const TrainedLayer<T>& layer,
                         const TokenGrid& grid, std::array<int, 2> kernel);
 
+// "kernel": the window [K1, K2] of the nearest convolutions, default [3, 3].
+FieldOptions<std::array<int, 2>> nearest_kernel_param();
+
 // Every metric trained_outcome sets, after distance_metrics' pair; a family appends its own.
 std::vector<Metric> trained_metrics(std::vector<Metric> more = {});
 // The dumps trained_outcome writes.

@@ -195,6 +195,8 @@ inline NattenSample natten_sample() {
     s.rpb = random.uniform_tensor<double, 3>(
         {heads, std::size_t(2 * axes[0].window - 1), std::size_t(2 * axes[1].window - 1)});
   return s;
+}
+
 // ---- Samples of the local attention variants and of ACmix ----
 // Each draws some inputs its fast path refuses (a map too small for the window,
 // a side that is not a multiple of it, a shift outside [0, M)), so that a table

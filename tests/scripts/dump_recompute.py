@@ -233,23 +233,32 @@ def lemma1(case, d):
 
 
 def lightweight(case, d):
-    """Wu et al.'s lightweight convolution (kernel softmax(logits_h), head h = c // (C / N_h), zero padding k) and
-    the relative-position attention y[c, i] = sum_j softmax_j(beta_h(j - i)) x[c, j]."""
+    """fairseq's lightweight convolution (kernel softmax(logits_h); head h = c // (C / N_h) in
+    LightweightConv1dTBC, c mod N_h in LightweightConv1d; zero padding k on both sides, or padding_l = K - 1
+    causal) and the relative-position attention y[c, i] = sum_j softmax_j(beta_h(j - i)) x[c, j], beta the
+    logit of tap j - i + padding_l (masked or clipped outside the window); both plus the optional bias."""
     p = case["params"]
     x, logits = load(d, "input"), load(d, "kernel_logits")
     channels, length = x.shape
-    heads, k = logits.shape[0], (logits.shape[1] - 1) // 2
-    head_of = torch.arange(channels) // (channels // heads)
-    kernel = torch.softmax(logits, -1)[head_of]                     # (C, 2k + 1)
-    conv = F.conv1d(F.pad(x, (k, k))[None], kernel[:, None, :], groups=channels)[0]
-    delta = torch.arange(length)[None, :] - torch.arange(length)[:, None]   # j - i
-    if p["bias"] == "clipped":
-        beta = logits[:, delta.clamp(-k, k) + k]
+    heads, taps = logits.shape
+    left = taps - 1 if p.get("padding") == "causal" else (taps - 1) // 2
+    right = taps - 1 - left
+    if p.get("class", "LightweightConv1dTBC") == "LightweightConv1d":
+        head_of = torch.arange(channels) % heads
     else:
-        beta = torch.where(delta.abs() <= k, logits[:, (delta.clamp(-k, k) + k)], torch.tensor(-math.inf))
+        head_of = torch.arange(channels) // (channels // heads)
+    kernel = torch.softmax(logits, -1)[head_of]                     # (C, K)
+    conv = F.conv1d(F.pad(x, (left, right))[None], kernel[:, None, :], groups=channels)[0]
+    delta = torch.arange(length)[None, :] - torch.arange(length)[:, None]   # j - i
+    tap = (delta + left).clamp(0, taps - 1)
+    if p["bias"] == "clipped":
+        beta = logits[:, tap]
+    else:
+        beta = torch.where((delta >= -left) & (delta <= right), logits[:, tap], torch.tensor(-math.inf))
     weights = torch.softmax(beta, -1)                               # (N_h, L, L)
     attention = torch.einsum("cij,cj->ci", weights[head_of], x)
-    return {"expected": conv, "actual": attention}
+    b = load(d, "conv_bias")[:, None] if p.get("conv_bias") else 0
+    return {"expected": conv + b, "actual": attention + b}
 
 
 def gpsa(case, d):
@@ -300,6 +309,25 @@ def trained_attention(case, d):
     return {"expected": expected, "actual": y if case.get("batch") else y[0], "attention": attention}
 
 
+def trained_family(case, d):
+    """Any trained-attention family from its dumped attention P (N, N_h, T, T), head maps M_h and folded bias b:
+    actual y_q = sum_h sum_k P_h(q, k) M_h x_k + b (the identity the kernels are read from; the family's own
+    forward is recomputed against its module by the exporter's tests); expected the white-input convolution
+    (conv_weight, conv_bias, padding 'same') on the grid tokens."""
+    p = case["params"]
+    x = load(d, "input")
+    x = x[None] if x.dim() == 2 else x
+    attention, maps, bias = load(d, "attention"), load(d, "head_maps"), load(d, "folded_bias")
+    n, t, dim = x.shape
+    y = torch.einsum("nhqk,hoi,nki->nqo", attention, maps, x) + bias
+    gh, gw = p["grid"]
+    extra = p.get("extra_tokens", 0)
+    grid = x[:, extra:].reshape(n, gh, gw, dim).permute(0, 3, 1, 2)
+    expected = F.conv2d(grid, load(d, "conv_weight"), load(d, "conv_bias"), padding="same")
+    expected = expected.permute(0, 2, 3, 1).reshape(n, gh * gw, -1)
+    return {"expected": expected, "actual": y if case.get("batch") else y[0]}
+
+
 def neighborhood(case, d):
     """check 2 and 3 as check_local_dumps.py states them; check 1 as Eq. 8 with content and v_pos . r_delta on
     the top-left S x S crop (a window as large as the crop is global attention)."""
@@ -331,14 +359,18 @@ def swin(case, d):
     k = pair(p["kernel"])[0]
     out = local.swin(p, d)
     out["expected"] = conv2d(x, w, b if p["bias"] else None, (k // 2,) * 4, "zeros", (1, 1), (1, 1))
-    m = p["window"]
-    xp = F.pad(x, (0, -x.shape[2] % m, 0, -x.shape[1] % m))
+    m = pair(p["window"])
+    shift = tuple(case["metrics"]["shift"])
+    if p.get("small_image") == "window_is_image" and min(x.shape[1], x.shape[2]) <= m[0]:
+        m = (min(x.shape[1], x.shape[2]),) * 2  # the classification repository's rule: the window is the image
+    xp = F.pad(x, (0, -x.shape[2] % m[1], 0, -x.shape[1] % m[0]))
     w_qry, w_key, w_val, table = load(d, "w_qry"), load(d, "w_key"), load(d, "w_val"), load(d, "random_table")
-    q = torch.einsum("chw,ncd->nhwd", xp, w_qry)
-    kk = torch.einsum("chw,ncd->nhwd", xp, w_key)
-    v = torch.einsum("chw,ncd->nhwd", xp, w_val)
-    for suffix, shift in (("", 0), ("_shifted", m // 2)):
-        windowed = local.lf.swin_window_attention(q, kk, v, table, m, shift)
+    b_qry, b_key, b_val = (load(d, n)[:, None, None, :] for n in ("b_qry", "b_key", "b_val"))  # zeros without qkv_bias
+    q = torch.einsum("chw,ncd->nhwd", xp, w_qry) + b_qry
+    kk = torch.einsum("chw,ncd->nhwd", xp, w_key) + b_key
+    v = torch.einsum("chw,ncd->nhwd", xp, w_val) + b_val
+    for suffix, s in (("", (0, 0)), ("_shifted", shift)):
+        windowed = local.lf.swin_window_attention(q, kk, v, table, m, s)
         out["han_windowed" + suffix] = windowed
         out["han_connected" + suffix] = windowed
     return out
@@ -387,6 +419,10 @@ RULES = {
     "cordonnier2020.theorem1": theorem1,
     "cordonnier2020.theorem1_1d": theorem1_1d,
     "cordonnier2020.trained_attention": trained_attention,
+    "cordonnier2020.trained_gaussian_attention": trained_family,
+    "dascoli2021.trained_gpsa": trained_family,
+    "hassani2023.trained_neighborhood_attention": trained_family,
+    "liu2021.trained_window_attention": trained_family,
     "dascoli2021.convit_gpsa": gpsa,
     "hassani2023.neighborhood_attention": neighborhood,
     "liu2021.swin_window_attention": swin,
