@@ -3,16 +3,18 @@
   - a ConViT written here from the definitions of d'Ascoli et al. (ICML 2021, Eq. 5 and Sec. 3) and the
     names of facebookresearch/convit `convit.py` (GPSA, MHSA, Block, PatchEmbed, local_up_to_layer):
     GPSA blocks on the patch tokens, the class token joined after them, plain MHSA blocks;
-  - check_case(...): one exported case's report entry and dumps against the attention, the
-    least-squares and white-input convolutions, the defect, masses, mean attention distances and
-    gates recomputed here in numpy from the layer's .npz alone (not from the C++ nor the exporter).
+  - check_case(...): one exported case's report entry and dumps against the attention and gates
+    recomputed here in numpy from the layer's .npz alone (not from the C++ nor the exporter), and,
+    from that attention, the least-squares and white-input convolutions, the defect, masses and mean
+    attention distances (trained_checks.check_measurement).
 """
 import math
-import os
 
 import numpy as np
 import torch
 from torch import nn
+
+import trained_checks
 
 
 def _offsets(h, w=None):
@@ -129,10 +131,6 @@ class ConViT(nn.Module):
         return self.head(self.norm(x)[:, 0])
 
 
-def rel_l2(a, b):
-    return float(np.linalg.norm((a - b).ravel()) / max(np.linalg.norm(b.ravel()), 1e-300))
-
-
 def _softmax(s):
     s = np.exp(s - s.max(-1, keepdims=True))
     return s / s.sum(-1, keepdims=True)
@@ -172,27 +170,11 @@ def mhsa_attention(state, prefix, heads, x):
     return p, m, state[prefix + "proj.bias"] + wo @ bq[2 * dim:]
 
 
-def design(x_grid, h, w, k1, k2):
-    """(N*H*W, D*K1*K2 + 1): the zero-padded K1 x K2 neighbourhoods, columns (channel, row, column), then 1."""
-    n, _, d = x_grid.shape
-    c1, c2 = (k1 - 1) // 2, (k2 - 1) // 2
-    padded = np.zeros((n, h + k1 - 1, w + k2 - 1, d))
-    padded[:, c1:c1 + h, c2:c2 + w] = x_grid.reshape(n, h, w, d)
-    cols = np.zeros((n, h, w, d, k1, k2))
-    for p in range(k1):
-        for r in range(k2):
-            cols[..., p, r] = padded[:, p:p + h, r:r + w]
-    return np.concatenate([cols.reshape(n * h * w, d * k1 * k2), np.ones((n * h * w, 1))], axis=1)
-
-
 def check_case(case, layer_file, dump_dir, entry):
     """Checks one case of an export against numpy; returns its numbers for the docs."""
     from cli_check import check  # here: importing cli_check reads the script's arguments (make_gpsa_fixtures has none)
     name, params, prefix, metrics = case["name"], case["params"], case["weights_prefix"], entry["metrics"]
-    check(entry["status"] == "pass" and entry["verdict"] == "holds",
-          f"{name}: {entry['status']} {entry['verdict']}: {entry['message']}")
-    check(metrics.get("reference_rel_l2", 1) <= 1e-10, f"{name}: reference_rel_l2 {metrics.get('reference_rel_l2')}")
-    check(metrics.get("identity_rel_l2", 1) <= 1e-10, f"{name}: identity_rel_l2 {metrics.get('identity_rel_l2')}")
+    trained_checks.check_entry(name, entry)
     data = np.load(layer_file)
     state = {key: data[key] for key in data.files}
     x, y = state["input"], state["reference_output"]
@@ -200,80 +182,13 @@ def check_case(case, layer_file, dump_dir, entry):
     gpsa = case["proof"] == "dascoli2021.trained_gpsa"
     check([h, w] == params["grid"] and extra == params.get("extra_tokens", 0) and (extra == 0 or not gpsa),
           f"{name}: token_grid {state['token_grid']} vs params {params}")
-    heads = params["heads"]
-    p, m, b = (gpsa_attention if gpsa else mhsa_attention)(state, prefix, heads, x)
-    n, t, d = x.shape
-    g = h * w
-    # The identity the kernels are read from, in numpy: y = sum_h A_h (x M_h^T) + b.
-    again = np.einsum("nhqk,hoi,nki->nqo", p, m, x) + b
-    check(rel_l2(again, y) <= 1e-12, f"{name}: numpy's attention does not give the module's output: {rel_l2(again, y)}")
+    p, m, b = (gpsa_attention if gpsa else mhsa_attention)(state, prefix, params["heads"], x)
+    trained_checks.check_identity(name, p, m, b, x, y)
     if gpsa:
         sigma = 1 / (1 + np.exp(-state[prefix + "gating_param"]))
         check(np.allclose(metrics["head_sigma"], sigma, rtol=1e-14, atol=0),
               f"{name}: head_sigma {metrics['head_sigma']} vs {sigma.tolist()}")
-
-    k1, k2 = params["kernel"]
-    xg, yg = x[:, extra:], y[:, extra:]
-    a = design(xg, h, w, k1, k2)
-    target = yg.reshape(n * g, -1)
-    solution, _, rank, _ = np.linalg.lstsq(a, target, rcond=None)
-    fit = a @ solution
-    weight = np.load(os.path.join(dump_dir, "lstsq_conv_weight.npy"))
-    bias = np.load(os.path.join(dump_dir, "lstsq_conv_bias.npy"))
-    check(weight.shape == (d, d, k1, k2) and bias.shape == (d,), f"{name}: lstsq dumps {weight.shape} {bias.shape}")
-    conv = nn.Conv2d(d, d, (k1, k2), padding="same").double()
-    with torch.no_grad():
-        conv.weight.copy_(torch.from_numpy(weight))
-        conv.bias.copy_(torch.from_numpy(bias))
-        out = conv(torch.from_numpy(xg.reshape(n, h, w, d).transpose(0, 3, 1, 2).copy())).numpy()
-    by_torch = out.transpose(0, 2, 3, 1).reshape(n * g, d)
-    check(rel_l2(by_torch, fit) <= 1e-9, f"{name}: Conv2d of the dumped lstsq kernel vs numpy's fit: {rel_l2(by_torch, fit)}")
-    check(abs(metrics["lstsq_rel_l2"] - rel_l2(fit, target)) <= 1e-9 * max(1, rel_l2(fit, target)),
-          f"{name}: lstsq_rel_l2 {metrics['lstsq_rel_l2']} vs numpy {rel_l2(fit, target)}")
-    check(metrics["lstsq_rank"] == rank and metrics["lstsq_equations"] == n * g
-          and metrics["lstsq_unknowns"] == d * k1 * k2 + 1, f"{name}: rank/equations/unknowns {metrics}")
-
-    # White input: the mean of K_q(delta) over the queries whose key q + delta is on the grid.
-    pg = p[:, :, extra:, extra:]
-    off = _offsets(h, w)
-    c1, c2 = (k1 - 1) // 2, (k2 - 1) // 2
-    mean_p = {}
-    for dr in range(-(h - 1), h):
-        for dc in range(-(w - 1), w):
-            mask = (off[..., 0] == dr) & (off[..., 1] == dc)
-            mean_p[(dr, dc)] = pg[:, :, mask].mean(axis=(0, 2))  # (heads,)
-    white = np.zeros((d, d, k1, k2))
-    for pp in range(k1):
-        for rr in range(k2):
-            white[:, :, pp, rr] = np.einsum("h,hoi->oi", mean_p[(pp - c1, rr - c2)], m)
-    dumped = np.load(os.path.join(dump_dir, "conv_weight.npy"))
-    check(rel_l2(dumped, white) <= 1e-10, f"{name}: white-input kernel vs recomputed: {rel_l2(dumped, white)}")
-    check(rel_l2(np.load(os.path.join(dump_dir, "conv_bias.npy")), b) <= 1e-12, f"{name}: white-input bias")
-    white_fit = a @ np.concatenate([white.reshape(d, -1).T, b[None]])
-    check(abs(metrics["rel_l2"] - rel_l2(white_fit, target)) <= 1e-9 * max(1, rel_l2(white_fit, target)),
-          f"{name}: rel_l2 {metrics['rel_l2']} vs {rel_l2(white_fit, target)}")
-
-    # Defect, masses, mean attention distances.
-    gram = np.einsum("hoi,goi->hg", m, m)
-    mean_full = np.zeros_like(pg)
-    for (dr, dc), value in mean_p.items():
-        mask = (off[..., 0] == dr) & (off[..., 1] == dc)
-        mean_full[:, :, mask] = value[None, :, None]
-    da = pg - mean_full
-    defect = math.sqrt(max(np.einsum("nhqk,hg,ngqk->", da, gram, da), 0) / np.einsum("nhqk,hg,ngqk->", pg, gram, pg))
-    check(abs(metrics["translation_defect"] - defect) <= 1e-9 * max(defect, 1e-3),
-          f"{name}: translation_defect {metrics['translation_defect']} vs {defect}")
-    dist = np.sqrt((off ** 2).sum(-1))
-    distance = ((pg * dist).sum(-1) / pg.sum(-1)).mean(axis=(0, 2))
-    check(np.allclose(metrics["mean_attention_distance"], distance, rtol=1e-10, atol=1e-12),
-          f"{name}: mean_attention_distance {metrics['mean_attention_distance']} vs {distance.tolist()}")
-    inside = (-c1 <= off[..., 0]) & (off[..., 0] <= k1 - 1 - c1) & (-c2 <= off[..., 1]) & (off[..., 1] <= k2 - 1 - c2)
-    outside = (pg * ~inside).sum(-1).mean(axis=(0, 2))
-    check(np.allclose(metrics["head_mass_outside"], outside, rtol=1e-10, atol=1e-12),
-          f"{name}: head_mass_outside {metrics['head_mass_outside']} vs {outside.tolist()}")
-    extra_mass = p[:, :, extra:, :extra].sum(-1).mean(axis=(0, 2)) if extra else np.zeros(heads)
-    check(np.allclose(metrics["head_mass_extra"], extra_mass, rtol=1e-10, atol=1e-12),
-          f"{name}: head_mass_extra {metrics['head_mass_extra']} vs {extra_mass.tolist()}")
+    trained_checks.check_measurement(name, metrics, dump_dir, x, y, p, m, b, (h, w), params["kernel"], extra)
     found = {key: metrics[key] for key in ("lstsq_rel_l2", "rel_l2", "translation_defect", "mean_attention_distance",
                                            "mass_outside", "mass_extra")}
     if gpsa:

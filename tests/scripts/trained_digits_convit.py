@@ -2,7 +2,7 @@
 """A small ConViT trained here on scikit-learn's 8x8 digits (tests/scripts/digits_common.py), exported and
 measured: how convolutional did its GPSA and MHSA layers become?
 
-The model (tests/scripts/convit_checks.py): 2 x 2 patches of the 8 x 8 image, a 4 x 4 grid of 32-wide
+The model (trained_models.digits_convit, convit_checks.ConViT): 2 x 2 patches of the 8 x 8 image, a 4 x 4 grid of 32-wide
 tokens, 4 heads; two GPSA blocks with ConViT's local init (locality strength 1), then the class token and
 one MHSA block. Trained seeded in float64 on one thread (Adam, 30 epochs; about 30 s of CPU), then exported on the 297
 test images and run (and the same model at its init, for comparison); every case must hold (reference_rel_l2 and identity_rel_l2 <= 1e-10) and its
@@ -12,27 +12,23 @@ of docs/trained_attention.md, "Measured: a ConViT trained on digits").
 
 Usage: trained_digits_convit.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR
 """
-import copy
 import json
 import os
 import sys
-import warnings
 
 import torch
 
-from cli_check import attnconv, check, finish, load, source, work
-from convit_checks import ConViT, check_case
-from digits_common import digits, train
+from cli_check import check, finish, source, work
+from convit_checks import check_case
+from digits_common import digits
+import trained_checks
+import trained_models
 
 sys.path.insert(0, os.path.join(source, "python"))
-import attnconv_torch  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 torch.set_num_threads(1)  # the same sums in every run: the numbers in the docs are this run's
-torch.manual_seed(0)
-model = ConViT(img_size=8, patch_size=2, embed_dim=32, depth=3, num_heads=4, local_up_to_layer=2)
-at_init = copy.deepcopy(model)
-accuracy = train(model, epochs=30, seed=0)
+model, at_init, accuracy = trained_models.digits_convit()
 print(f"test accuracy {accuracy:.4f}")
 check(accuracy >= 0.85, f"the ConViT learned too little to be measured as trained: accuracy {accuracy}")
 
@@ -40,21 +36,11 @@ _, _, x_test, _ = digits()
 
 
 def measure(net, out):
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        summary = attnconv_torch.export_attention_layers(net.eval(), x_test, out)
-    check(summary["cases"] == 3 and summary["not_expressible"] == [], f"export: {summary}")
-    run = attnconv("run", os.path.join(out, "cases.json"), "--out", os.path.join(out, "report"), "--quiet",
-                   "--dump-tensors", os.path.join(out, "dump"))
-    check(run.returncode == 0, f"run exit code {run.returncode}: {run.stderr[-2000:]}")
-    if run.returncode != 0:
-        return
-    report = {c["name"]: c for c in load(os.path.join(out, "report", "report.json"))["cases"]}
-    for case in load(os.path.join(out, "cases.json"))["cases"]:
-        found = check_case(case, os.path.join(out, case["weights"]), os.path.join(out, "dump", case["name"]),
-                           report[case["name"]])
-        print(f"{os.path.basename(out)} {case['name']}: " +
-              json.dumps({k: (round(v, 4) if isinstance(v, float) else [round(e, 4) for e in v]) for k, v in found.items()}))
+    summary, _, found = trained_checks.export_and_run(net, x_test, out, 3, check_case)
+    check(summary["not_expressible"] == [], f"export: {summary}")
+    for name, values in found.items():
+        print(f"{os.path.basename(out)} {name}: " +
+              json.dumps({k: (round(v, 4) if isinstance(v, float) else [round(e, 4) for e in v]) for k, v in values.items()}))
 
 
 measure(model, os.path.join(work, "trained"))

@@ -19,10 +19,8 @@
 Usage: trained_gpsa.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR
 """
 import json
-import math
 import os
 import sys
-import warnings
 
 import numpy as np
 import torch
@@ -31,30 +29,14 @@ from cli_check import attnconv, check, finish, load, source, work
 from convit_checks import GPSA, ConViT, check_case
 
 sys.path.insert(0, os.path.join(source, "python"))
-import attnconv_torch  # noqa: E402
+import trained_checks  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 torch.manual_seed(0)
 
 
 def export_and_run(model, x, out, expect_cases, **kwargs):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        summary = attnconv_torch.export_attention_layers(model, x, out, **kwargs)
-    check(summary["cases"] == expect_cases, f"{out}: {summary['cases']} cases, expected {expect_cases}: {summary}")
-    run = attnconv("run", os.path.join(out, "cases.json"), "--out", os.path.join(out, "report"), "--quiet",
-                   "--dump-tensors", os.path.join(out, "dump"))
-    check(run.returncode == 0, f"{out}: run exit code {run.returncode}: {run.stderr[-2000:]}")
-    report = {c["name"]: c for c in load(os.path.join(out, "report", "report.json"))["cases"]} if run.returncode == 0 \
-        else {}
-    found = {}
-    for case in load(os.path.join(out, "cases.json"))["cases"]:
-        if case["name"] not in report:
-            check(False, f"{case['name']}: not in the report")
-            continue
-        found[case["name"]] = check_case(case, os.path.join(out, case["weights"]),
-                                         os.path.join(out, "dump", case["name"]), report[case["name"]])
-    return summary, caught, found
+    return trained_checks.export_and_run(model, x, out, expect_cases, check_case, **kwargs)
 
 
 def run_one(out, name, case):

@@ -18,170 +18,57 @@ import math
 import os
 import sys
 import time
-import warnings
 
 import numpy as np
 import torch
 from torch import nn
 
 from cli_check import attnconv, check, finish, load, source, work
-from digits_common import digits, train
+from digits_common import digits
 from local_attention_modules import (GaussianSelfAttention, NeighborhoodAttention2D, gaussian_config,
                                      gaussian_head_maps, gaussian_probabilities, neighborhood_head_maps,
                                      neighborhood_probabilities)
+import trained_checks
+import trained_models
 
 sys.path.insert(0, os.path.join(source, "python"))
-import attnconv_torch  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 torch.set_num_threads(1)  # the same numbers on any machine, and no oversubscription beside ctest -j
 torch.manual_seed(0)
 
 
-def rel_l2(a, b):
-    return float(np.linalg.norm((a - b).ravel()) / max(np.linalg.norm(b.ravel()), 1e-300))
-
-
-def design(x_grid, h, w, k1, k2):
-    """(N*H*W, D*K1*K2 + 1): the zero-padded K1 x K2 neighbourhoods, columns (channel, row, column), then 1."""
-    n, _, d = x_grid.shape
-    c1, c2 = (k1 - 1) // 2, (k2 - 1) // 2
-    padded = np.zeros((n, h + k1 - 1, w + k2 - 1, d))
-    padded[:, c1:c1 + h, c2:c2 + w] = x_grid.reshape(n, h, w, d)
-    cols = np.zeros((n, h, w, d, k1, k2))
-    for p in range(k1):
-        for r in range(k2):
-            cols[..., p, r] = padded[:, p:p + h, r:r + w]
-    return np.concatenate([cols.reshape(n * h * w, d * k1 * k2), np.ones((n * h * w, 1))], axis=1)
-
-
-def white_kernel(p, m, h, w, k1, k2):
-    """The mean of K_q(delta) = sum_h P_h(q, q+delta) M_h over the queries whose key q+delta is on the grid, on
-    the K1 x K2 window; and the mean attention per offset."""
-    n, heads = p.shape[:2]
-    pg = p.reshape(n, heads, h, w, h, w)
-    mean_p = {}
-    for qr in range(h):
-        for qc in range(w):
-            for kr in range(h):
-                for kc in range(w):
-                    mean_p.setdefault((kr - qr, kc - qc), []).append(pg[:, :, qr, qc, kr, kc])
-    mean_p = {off: np.concatenate(v, axis=0).mean(axis=0) for off, v in mean_p.items()}
-    c1, c2 = (k1 - 1) // 2, (k2 - 1) // 2
-    white = np.zeros((m.shape[1], m.shape[2], k1, k2))
-    for pp in range(k1):
-        for rr in range(k2):
-            white[:, :, pp, rr] = np.einsum("h,hoi->oi", mean_p[(pp - c1, rr - c2)], m)
-    return white, mean_p
-
-
 def check_case(name, entry, layer_file, dump_dir, params, p, m, b):
     """The case's report entry and dumps against numpy's recomputation from P (N, heads, T, T), M_h and b."""
     metrics = entry["metrics"]
-    check(entry["status"] == "pass" and entry["verdict"] == "holds",
-          f"{name}: {entry['status']} {entry['verdict']}: {entry['message']}")
-    check(metrics.get("reference_rel_l2", 1) <= 1e-10, f"{name}: reference_rel_l2 {metrics.get('reference_rel_l2')}")
-    check(metrics.get("identity_rel_l2", 1) <= 1e-10, f"{name}: identity_rel_l2 {metrics.get('identity_rel_l2')}")
+    trained_checks.check_entry(name, entry)
     data = np.load(layer_file)
     x, y = data["input"], data["reference_output"]
     h, w = params["grid"]
-    k1, k2 = params["kernel"]
-    n, g, d_in = x.shape
-    d_out = y.shape[2]
     check(list(data["token_grid"]) == [0, h, w], f"{name}: token_grid {data['token_grid']}")
     dumped_p = np.load(os.path.join(dump_dir, "attention.npy"))
     check(dumped_p.shape == p.shape and np.abs(dumped_p - p).max() <= 1e-12,
           f"{name}: dumped attention vs the module's: {np.abs(dumped_p - p).max() if dumped_p.shape == p.shape else dumped_p.shape}")
-    # The identity the kernels are read from, on the module's own attention: y = sum_h M_h sum_k P_h x_k + b.
-    rebuilt = np.einsum("hoi,nhqk,nki->nqo", m, p, x) + b
-    check(rel_l2(rebuilt, y) <= 1e-10, f"{name}: sum_h M_h P_h x + b vs the module's output: {rel_l2(rebuilt, y)}")
-
-    # (a) least squares, recomputed in numpy; the dumped kernel through torch.nn.Conv2d(padding='same').
-    a = design(x, h, w, k1, k2)
-    target = y.reshape(n * g, d_out)
-    solution, _, rank, _ = np.linalg.lstsq(a, target, rcond=None)
-    fit = a @ solution
-    weight = np.load(os.path.join(dump_dir, "lstsq_conv_weight.npy"))
-    bias = np.load(os.path.join(dump_dir, "lstsq_conv_bias.npy"))
-    conv = nn.Conv2d(d_in, d_out, (k1, k2), padding="same")
-    with torch.no_grad():
-        conv.weight.copy_(torch.from_numpy(weight))
-        conv.bias.copy_(torch.from_numpy(bias))
-        out = conv(torch.from_numpy(x.reshape(n, h, w, d_in).transpose(0, 3, 1, 2).copy())).numpy()
-    by_torch = out.transpose(0, 2, 3, 1).reshape(n * g, d_out)
-    check(rel_l2(by_torch, fit) <= 1e-9, f"{name}: Conv2d of the dumped lstsq kernel vs numpy's fit: {rel_l2(by_torch, fit)}")
-    check(abs(metrics["lstsq_rel_l2"] - rel_l2(fit, target)) <= 1e-9 * max(1, rel_l2(fit, target)),
-          f"{name}: lstsq_rel_l2 {metrics['lstsq_rel_l2']} vs numpy {rel_l2(fit, target)}")
-    check(metrics["lstsq_rank"] == rank and metrics["lstsq_equations"] == n * g
-          and metrics["lstsq_unknowns"] == d_in * k1 * k2 + 1, f"{name}: rank/equations/unknowns {metrics}")
-
-    # (b) white input, defect, masses and distances.
-    white, mean_p = white_kernel(p, m, h, w, k1, k2)
-    dumped = np.load(os.path.join(dump_dir, "conv_weight.npy"))
-    check(rel_l2(dumped, white) <= 1e-10, f"{name}: white-input kernel vs recomputed: {rel_l2(dumped, white)}")
-    check(np.abs(np.load(os.path.join(dump_dir, "conv_bias.npy")) - b).max() <= 1e-12, f"{name}: conv_bias")
-    heads = p.shape[1]
-    pg = p.reshape(n, heads, h, w, h, w)
-    gram = np.einsum("hoi,goi->hg", m, m)
-    varies = size = 0.0
-    distance, outside = np.zeros(heads), np.zeros(heads)
-    c1, c2 = (k1 - 1) // 2, (k2 - 1) // 2
-    for qr in range(h):
-        for qc in range(w):
-            on_grid, dist = np.zeros((n, heads)), np.zeros((n, heads))
-            for kr in range(h):
-                for kc in range(w):
-                    a_ = pg[:, :, qr, qc, kr, kc]
-                    da = a_ - mean_p[(kr - qr, kc - qc)]
-                    varies += np.einsum("nh,hg,ng->", da, gram, da)
-                    size += np.einsum("nh,hg,ng->", a_, gram, a_)
-                    on_grid += a_
-                    dist += a_ * math.hypot(kr - qr, kc - qc)
-                    if not (-c1 <= kr - qr <= k1 - 1 - c1 and -c2 <= kc - qc <= k2 - 1 - c2):
-                        outside += a_.sum(0)
-            distance += (dist / on_grid).sum(0)
-    distance /= n * g
-    outside /= n * g
-    check(np.allclose(metrics["mean_attention_distance"], distance, rtol=1e-10, atol=1e-12),
-          f"{name}: mean_attention_distance {metrics['mean_attention_distance']} vs {distance.tolist()}")
-    check(np.allclose(metrics["head_mass_outside"], outside, rtol=1e-10, atol=1e-12),
-          f"{name}: head_mass_outside {metrics['head_mass_outside']} vs {outside.tolist()}")
-    defect = math.sqrt(max(varies, 0) / size)
-    check(abs(metrics["translation_defect"] - defect) <= 1e-9 * max(defect, 1e-3),
-          f"{name}: translation_defect {metrics['translation_defect']} vs {defect}")
-    white_fit = a @ np.concatenate([white.reshape(d_out, -1).T, b[None]])
-    check(abs(metrics["rel_l2"] - rel_l2(white_fit, target)) <= 1e-9 * max(1, rel_l2(white_fit, target)),
-          f"{name}: rel_l2 {metrics['rel_l2']} vs {rel_l2(white_fit, target)}")
+    trained_checks.check_identity(name, p, m, b, x, y, tolerance=1e-10)
+    trained_checks.check_measurement(name, metrics, dump_dir, x, y, p, m, b, (h, w), params["kernel"])
     return {"lstsq_rel_l2": metrics["lstsq_rel_l2"], "rel_l2": metrics["rel_l2"],
             "translation_defect": metrics["translation_defect"],
             "mean_attention_distance": [round(v, 4) for v in metrics["mean_attention_distance"]]}
 
 
 def export_and_run(model, x, out, expect_cases, statement, **kwargs):
-    """Exports, runs and checks every case; statement(module, tokens (N, T, D) float64 tensor) gives P, M, b."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        summary = attnconv_torch.export_attention_layers(model, x, out, **kwargs)
-    check(summary["cases"] == expect_cases, f"{out}: {summary['cases']} cases, expected {expect_cases}: {summary}")
-    run = attnconv("run", os.path.join(out, "cases.json"), "--out", os.path.join(out, "report"), "--quiet",
-                   "--dump-tensors", os.path.join(out, "dump"))
-    check(run.returncode == 0, f"{out}: run exit code {run.returncode}: {run.stderr[-2000:]}")
-    report = {c["name"]: c for c in load(os.path.join(out, "report", "report.json"))["cases"]}
+    """Exports, runs and checks every case; statement(module, tokens (N, H, W, D) float64 tensor) gives P, M, b."""
     modules = dict(model.named_modules())
-    found = {}
-    for case in load(os.path.join(out, "cases.json"))["cases"]:
-        name = case["name"]
-        if name not in report:
-            check(False, f"{name}: not in the report")
-            continue
-        data = np.load(os.path.join(out, case["weights"]))
+
+    def check_one(case, layer_file, dump_dir, entry):
+        tokens = torch.from_numpy(np.load(layer_file)["input"])
         h, w = case["params"]["grid"]
-        tokens = torch.from_numpy(data["input"])
         with torch.no_grad():
             p, m, b = statement(modules[case["weights_prefix"][:-1]], tokens.reshape(tokens.shape[0], h, w, -1))
-        found[name] = check_case(name, report[name], os.path.join(out, case["weights"]),
-                                 os.path.join(out, "dump", name), case["params"], p.detach().numpy(), m.detach().numpy(), b.detach().numpy())
-    return summary, caught, found
+        return check_case(case["name"], entry, layer_file, dump_dir, case["params"],
+                          p.detach().numpy(), m.detach().numpy(), b.detach().numpy())
+
+    return trained_checks.export_and_run(model, x, out, expect_cases, check_one, **kwargs)
 
 
 def nat_statement(module, x):
@@ -285,39 +172,18 @@ check(run.returncode == 2 and "bad.json" in run.stderr and "case 'bad-spreads'" 
 print(f"gaussian: {time.time() - started:.1f} s")
 
 
-# 3. A Gaussian model trained here on the 8x8 digits: pixels embedded, two blocks of GaussianSelfAttention
-#    (9 heads, Cordonnier et al.'s quadratic encoding, full spreads), residual, LayerNorm and MLP as in BERT's
-#    blocks, a linear classifier on the flattened grid.
-class GaussianDigits(nn.Module):
-    def __init__(self, dim=16, heads=9, layers=2):
-        super().__init__()
-        self.embed = nn.Linear(1, dim)
-        self.attention = nn.ModuleList([GaussianSelfAttention(gaussian_config(dim, heads)) for _ in range(layers)])
-        self.norm1 = nn.ModuleList([nn.LayerNorm(dim) for _ in range(layers)])
-        self.mlp = nn.ModuleList([nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
-                                  for _ in range(layers)])
-        self.norm2 = nn.ModuleList([nn.LayerNorm(dim) for _ in range(layers)])
-        self.head = nn.Linear(dim * 64, 10)
-
-    def forward(self, image):  # (N, 1, 8, 8)
-        x = self.embed(image.permute(0, 2, 3, 1))
-        for attention, norm1, mlp, norm2 in zip(self.attention, self.norm1, self.mlp, self.norm2):
-            x = norm1(x + attention(x, None))
-            x = norm2(x + mlp(x))
-        return self.head(x.flatten(1))
-
-
+# 3. A Gaussian model trained here on the 8x8 digits (trained_models.GaussianDigits): pixels embedded, two
+#    blocks of GaussianSelfAttention (9 heads, Cordonnier et al.'s quadratic encoding, full spreads), residual,
+#    LayerNorm and MLP as in BERT's blocks, a linear classifier on the flattened grid.
 started = time.process_time()
-torch.manual_seed(0)
-model = GaussianDigits().double()
-accuracy = train(model, epochs=12, seed=0)
+model, accuracy = trained_models.digits_gaussian()
 trained_for = time.process_time() - started
 print(f"gaussian digits: test accuracy {accuracy:.3f} after {trained_for:.1f} s of CPU")
 check(accuracy >= 0.85, f"the Gaussian digits model reached only {accuracy:.3f} test accuracy")
 check(trained_for < 60, f"training took {trained_for:.1f} s of CPU (at most a minute)")
 x_test = digits()[2][:32]
 out = os.path.join(work, "digits")
-summary, caught, found = export_and_run(model.eval(), x_test, out, 2, gaussian_statement)
+summary, caught, found = export_and_run(model, x_test, out, 2, gaussian_statement)
 check(summary["not_expressible"] == [], f"digits not_expressible {summary['not_expressible']}")
 show(found)
 for name in found:
@@ -382,9 +248,10 @@ for name, spreads in exact.items():
 spreads = np.repeat(np.eye(2)[None], heads, axis=0) * 1.2
 white, nearest, p = both_proofs("off-centre", centers, spreads, value_weight, value_bias, image)
 m = np.stack([value_weight[:, i * c:(i + 1) * c] for i in range(heads)])
-recomputed, _ = white_kernel(p, m, h, w, 3, 3)
-check(rel_l2(white, recomputed) <= 1e-12, f"white/off-centre: white kernel vs numpy {rel_l2(white, recomputed)}")
-gap = rel_l2(white, nearest)
+recomputed, _ = trained_checks.white_kernel(p, m, h, w, 3, 3)
+check(trained_checks.rel_l2(white, recomputed) <= 1e-12,
+      f"white/off-centre: white kernel vs numpy {trained_checks.rel_l2(white, recomputed)}")
+gap = trained_checks.rel_l2(white, nearest)
 print(f"white-input vs nearest_convolution, off-centre heads on a {h}x{w} grid: rel_l2 {gap:.3g} (a finding: the "
       "border queries' attention is renormalised over fewer keys)")
 check(gap > 1e-6, f"white/off-centre: the border changes nothing ({gap})? the comparison would not be a test")

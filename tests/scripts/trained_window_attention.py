@@ -20,13 +20,14 @@ import sys
 import numpy as np
 import torch
 from torch import nn
-import torchvision
 from torchvision.models.swin_transformer import ShiftedWindowAttention, ShiftedWindowAttentionV2
 
 from cli_check import attnconv, check, finish, load, source, work
 
 sys.path.insert(0, os.path.join(source, "python"))
 import swin_checks  # noqa: E402
+import trained_checks  # noqa: E402
+import trained_models  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 torch.manual_seed(0)
@@ -148,20 +149,15 @@ class Unmappable(nn.Module):
         return x
 
 
-def tv_swin():
-    return torchvision.models.SwinTransformer(patch_size=[2, 2], embed_dim=24, depths=[2], num_heads=[2],
-                                              window_size=[4, 4], num_classes=10).eval()
-
-
 def report_numbers(found):
     for name, values in found.items():
         print(f"{name}: {json.dumps(values)}")
 
 
 # 1. torchvision's SwinTransformer on 16 x 16 images: an 8 x 8 grid, W-MSA then SW-MSA (shift [2, 2]).
-model = tv_swin()
+model, images = trained_models.torchvision_swin()
 out = os.path.join(work, "torchvision")
-summary, caught, found = swin_checks.export_and_run(model, torch.randn(8, 3, 16, 16), out, 2)
+summary, caught, found = swin_checks.export_and_run(model, images, out, 2)
 check([(l["name"], l["grid"], l["layout"]) for l in summary["layers"]] ==
       [("features.1.0.attn", [8, 8], "torchvision"), ("features.1.1.attn", [8, 8], "torchvision")],
       f"torchvision layers: {summary['layers']}")
@@ -195,7 +191,7 @@ check(run.returncode == 2 and "bad.json" in run.stderr and "case 'bad-table'" in
 
 # 4. torchvision on 10 x 10 images: a 5 x 5 grid padded with zero tokens to 8 x 8 (their values are b_v).
 torch.manual_seed(1)
-model = tv_swin()
+model = trained_models.tv_swin()
 with torch.no_grad():
     for name, p in model.named_parameters():
         if name.endswith("qkv.bias") or name.endswith("relative_position_bias_table"):
@@ -232,7 +228,7 @@ with torch.no_grad():
         check(torch.equal(torch.from_numpy(layer["input"]), block.norm1(x_in)), f"{key}: input is not norm1(x)")
         z = x_in + y
         z = z + block.mlp(block.norm2(z))
-        check(swin_checks.rel_l2(z.numpy(), block(x_in).numpy()) <= 1e-14, f"{key}: the block is not x + y + mlp(norm2(x + y))")
+        check(trained_checks.rel_l2(z.numpy(), block(x_in).numpy()) <= 1e-14, f"{key}: the block is not x + y + mlp(norm2(x + y))")
 for h in hooks:
     h.remove()
 report_numbers(found)

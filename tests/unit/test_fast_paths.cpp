@@ -195,6 +195,18 @@ Values swin_reference(const SwinSample& s) {
 
 // ---- ACmix ----
 
+// The convolution as ACmix decomposes it (1x1 products, then the shifts' sum), by either shift.
+FastPath decomposed_row(const char* name, ShiftMethod method) {
+  return fast_path(Row<ConvSample<double>>{
+      name, "every geometry and groups (round-off: 1x1 products, then the shifts' sum)", 1e-12,
+      samples::conv_sample<double>, everywhere,
+      [method](const auto& s) {
+        OpCounter counter;
+        return values(conv2d_decomposed(s.x, s.weight, s.bias, s.geometry, method, counter));
+      },
+      conv2d_reference<double>, perturb_conv<double>});
+}
+
 // Stage I by the textbook convolution: q, k, v = conv{1,2,3}(x), 1x1 with bias.
 AcmixStage1<double> stage1_reference(const AcmixSample& s) {
   const auto conv1x1 = [&](const Matrix<double>& w, const Vector<double>& b) {
@@ -340,22 +352,8 @@ const FastPath fast_paths[] = {
         },
         swin_reference, perturb_v<SwinSample>}),
     // src/acmix/: the decomposition, Stage I and the module's two paths.
-    fast_path(Row<ConvSample<double>>{
-        "conv2d_decomposed tensor_shift", "every geometry and groups (round-off: 1x1 products, then the shifts' sum)",
-        1e-12, samples::conv_sample<double>, everywhere,
-        [](const auto& s) {
-          OpCounter counter;
-          return values(conv2d_decomposed(s.x, s.weight, s.bias, s.geometry, ShiftMethod::tensor_shift, counter));
-        },
-        conv2d_reference<double>, perturb_conv<double>}),
-    fast_path(Row<ConvSample<double>>{
-        "conv2d_decomposed depthwise", "every geometry and groups (round-off: 1x1 products, then the shifts' sum)",
-        1e-12, samples::conv_sample<double>, everywhere,
-        [](const auto& s) {
-          OpCounter counter;
-          return values(conv2d_decomposed(s.x, s.weight, s.bias, s.geometry, ShiftMethod::depthwise, counter));
-        },
-        conv2d_reference<double>, perturb_conv<double>}),
+    decomposed_row("conv2d_decomposed tensor_shift", ShiftMethod::tensor_shift),
+    decomposed_row("conv2d_decomposed depthwise", ShiftMethod::depthwise),
     fast_path(Row<ConvSample<double>>{
         "pointwise_conv", "every 1x1 convolution with groups (round-off: BLAS's order of the sum)", 1e-12,
         pointwise_sample, everywhere,
