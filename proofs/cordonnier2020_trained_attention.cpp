@@ -123,7 +123,8 @@ const bool registered = register_proof(make_proof<P>({
                  "attention on this input; the distances to its nearest K1 x K2 convolutions (lstsq_rel_l2: least "
                  "squares on this input; rel_l2: white input, the mean of K_q over queries on the window), the "
                  "translation-invariance defect, the attention outside the window and on extra tokens, and the "
-                 "per-head mean attention distances are findings, judged only when the case sets a tolerance.",
+                 "per-head mean attention distances, taps and leaks are findings, judged only when the case sets a "
+                 "tolerance.",
     .params = {field(&P::embed_dim, size_param("embed_dim", "D, the token width (in_proj_weight is (3D, D))", 65536)),
                field(&P::heads, size_param("heads", "N_h (D divisible by it)", 4096)),
                field(&P::grid, {.name = "grid", .help = "the token grid [H, W] (row-major after the extra tokens)",

@@ -99,7 +99,8 @@ std::vector<FigureData> figures(const Case& c, const GaussianParams& p, const js
 
 double memory_estimate(const GaussianParams& p) {
   const double d = double(p.hidden_size);
-  return trained_memory(double(tokens_of(p)), d, double(p.heads), double(tokens_of(p)), largest_kernel(p.kernel, p.grid)) +
+  const double t = double(tokens_of(p));
+  return trained_memory(t, d, double(p.heads), t, largest_kernel(p.kernel, p.grid)) +
          8 * double(p.heads) * d * d * 3;  // W_val = I, W_out and the head maps
 }
 
@@ -116,7 +117,8 @@ const bool registered = register_proof(make_proof<P>({
                  "q+delta) value.weight[:, h C:(h+1) C] and P_h(q, k) = softmax_k(-(k - q - Delta_h)^T S_h S_h^T "
                  "(k - q - Delta_h) / 2) over the image's keys; the distances to its nearest K1 x K2 convolutions "
                  "(lstsq_rel_l2, rel_l2), the translation-invariance defect, the attention outside the window and "
-                 "the per-head mean attention distances are findings, judged only when the case sets a tolerance.",
+                 "the per-head mean attention distances, taps and leaks are findings, judged only when the case sets a "
+                 "tolerance.",
     .params = {field(&P::hidden_size,
                      size_param("hidden_size", "C, the token width (value.weight is (C, N_h C))", 65536)),
                field(&P::heads, size_param("heads", "N_h, num_attention_heads", 4096)),

@@ -103,7 +103,8 @@ std::vector<FigureData> figures(const Case& c, const GpsaParams& p, const json& 
 double memory_estimate(const GpsaParams& p) {
   const double t = double(tokens_of(p));
   // The measurement's, and the positional softmax of every head (N_h T^2).
-  return trained_memory(t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid)) + 8 * double(p.heads) * t * t;
+  return trained_memory(t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid)) +
+         8 * double(p.heads) * t * t;
 }
 
 using P = GpsaParams;
@@ -120,8 +121,8 @@ const bool registered = register_proof(make_proof<P>({
                  "renormalised attention A_h = (1 - sigma(lambda_h)) softmax(content) + sigma(lambda_h) "
                  "softmax(pos) on this input; the distances to its nearest K1 x K2 convolutions (lstsq_rel_l2, "
                  "rel_l2), the translation-invariance defect, the attention outside the window, the per-head mean "
-                 "attention distances and gates sigma(lambda_h) are findings, judged only when the case sets a "
-                 "tolerance.",
+                 "attention distances, taps, leaks and gates sigma(lambda_h) are findings, judged only when the case "
+                 "sets a tolerance.",
     .params = {field(&P::embed_dim, size_param("embed_dim", "D, the token width (qk.weight is (2D, D))", 65536)),
                field(&P::heads, size_param("heads", "N_h (D divisible by it; pos_proj.weight is (N_h, 3))", 4096)),
                field(&P::grid, {.name = "grid",

@@ -103,7 +103,8 @@ std::vector<FigureData> figures(const Case& c, const NatParams& p, const json& /
 
 
 double memory_estimate(const NatParams& p) {
-  return trained_memory(double(tokens_of(p)), double(p.embed_dim), double(p.heads), double(tokens_of(p)), largest_kernel(p.kernel, p.grid));
+  const double t = double(tokens_of(p));
+  return trained_memory(t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid));
 }
 
 using P = NatParams;
@@ -118,7 +119,8 @@ const bool registered = register_proof(make_proof<P>({
                  "to round-off (identity_rel_l2), with K_q(delta) = sum_h P_h(q, q+delta) W_o^h W_v^h from its "
                  "attention on this input (zero outside each query's clamped neighbourhood); the distances to its "
                  "nearest K1 x K2 convolutions (lstsq_rel_l2, rel_l2), the translation-invariance defect, the "
-                 "attention outside the window and the per-head mean attention distances are findings, judged only "
+                 "attention outside the window and the per-head mean attention distances, taps and leaks are "
+                 "findings, judged only "
                  "when the case sets a tolerance.",
     .params = {field(&P::embed_dim, size_param("embed_dim", "D, the token width (qkv.weight is (3D, D))", 65536)),
                field(&P::heads, size_param("heads", "N_h (D divisible by it)", 4096)),

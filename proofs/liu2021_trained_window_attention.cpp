@@ -163,7 +163,8 @@ const bool registered = register_proof(make_proof<P>({
                  "P_h(q, q+delta) (W_val^h W_out^h)^T from its attention on this input, b = W_out b_val + b_out "
                  "(the padded tokens' values are b_val); the distances to its nearest K1 x K2 convolutions "
                  "(lstsq_rel_l2, rel_l2), the translation-invariance defect, the attention outside the K1 x K2 "
-                 "window and on the padding, and the per-head mean attention distances are findings, judged only "
+                 "window and on the padding, and the per-head mean attention distances, taps and leaks are "
+                 "findings, judged only "
                  "when the case sets a tolerance.",
     .params = {field(&P::embed_dim, size_param("embed_dim", "D, the token width (qkv.weight is (3D, D))", 65536)),
                field(&P::heads, size_param("heads", "N_h (D divisible by it)", 4096)),

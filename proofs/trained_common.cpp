@@ -93,9 +93,15 @@ Outcome trained_outcome(const Case& c, Dtype dtype, const xt::xtensor<T, 3>& x, 
   msg << "] grid steps; tap [delta1, delta2] (leak) per head";
   for (std::size_t h = 0; h < m.tap.size(); ++h)
     msg << (h ? ", " : " ") << "[" << m.tap[h][0] << ", " << m.tap[h][1] << "] (" << short_number(m.leak[h]) << ")";
-  if (!given.kernel.size)
-    msg << "; kernel \"auto\": " << k << (window.reached ? ", the smallest odd square window holding " : ", the largest odd square window that fits, holding only ")
-        << short_number(window.held) << " of the attention (kernel_mass " << short_number(given.mass) << ")";
+  if (!given.kernel.size) {
+    msg << "; kernel \"auto\": " << k;
+    if (window.reached)
+      msg << ", the smallest odd square window holding kernel_mass " << short_number(given.mass)
+          << " of the attention (kernel_mass_held " << short_number(window.held) << ")";
+    else
+      msg << ", the largest odd square window that fits; it holds only " << short_number(window.held)
+          << " of the attention, short of kernel_mass " << short_number(given.mass);
+  }
   msg << ". These distances are findings, not pass/fail, unless the case sets a tolerance on them";
   if (under)
     msg << ". The least squares is underdetermined (" << m.equations << " equations, " << m.unknowns
@@ -131,7 +137,9 @@ std::vector<FigureData> trained_figures(const Case& c, const xt::xtensor<T, 3>& 
   const std::size_t heads = forward.p.shape(1), gh = std::size_t(grid.h), gw = std::size_t(grid.w);
   const int qr = (grid.h - 1) / 2, qc = (grid.w - 1) / 2;
   const std::size_t q = grid.extra + std::size_t(qr) * gw + std::size_t(qc);
-  const auto words = [](std::array<int, 2> a) { return "[" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + "]"; };
+  const auto words = [](std::array<int, 2> a) {
+    return "[" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + "]";
+  };
 
   // Each head's attention over the grid keys for the centre query of the first sample.
   HeatMapGrid attention;
@@ -141,7 +149,8 @@ std::vector<FigureData> trained_figures(const Case& c, const xt::xtensor<T, 3>& 
   for (std::size_t h = 0; h < heads; ++h) {
     xt::xtensor<double, 2> values = xt::zeros<double>({gh, gw});
     for (std::size_t r = 0; r < gh; ++r)
-      for (std::size_t k = 0; k < gw; ++k) top = std::max(top, values(r, k) = forward.p(0, h, q, grid.extra + r * gw + k));
+      for (std::size_t k = 0; k < gw; ++k)
+        top = std::max(top, values(r, k) = forward.p(0, h, q, grid.extra + r * gw + k));
     attention.panels.push_back({.title = "head " + std::to_string(h) + ": " + words(m.tap[h]) + ", leak " +
                                          short_number(m.leak[h]),
                                 .values = std::move(values)});
@@ -154,7 +163,8 @@ std::vector<FigureData> trained_figures(const Case& c, const xt::xtensor<T, 3>& 
   HeatMapGrid kernels;
   kernels.layout = {1, 2};
   double largest = 1e-300;
-  for (const auto& [title, w] : {std::pair{"least squares on this input", &m.lstsq_weight}, std::pair{"white input", &m.white_weight}}) {
+  for (const auto& [title, w] :
+       {std::pair{"least squares on this input", &m.lstsq_weight}, std::pair{"white input", &m.white_weight}}) {
     xt::xtensor<double, 2> norms = xt::zeros<double>({std::size_t(kernel[0]), std::size_t(kernel[1])});
     for (std::size_t a = 0; a < norms.shape(0); ++a)
       for (std::size_t b = 0; b < norms.shape(1); ++b) {
@@ -253,8 +263,8 @@ double trained_memory(double t, double d, double heads, double g, std::array<int
 
 template std::vector<FigureData> trained_figures(const Case&, const xt::xtensor<float, 3>&, const TrainedLayer<float>&,
                                                  const TokenGrid&, const NearestKernel&);
-template std::vector<FigureData> trained_figures(const Case&, const xt::xtensor<double, 3>&, const TrainedLayer<double>&,
-                                                 const TokenGrid&, const NearestKernel&);
+template std::vector<FigureData> trained_figures(const Case&, const xt::xtensor<double, 3>&,
+                                                 const TrainedLayer<double>&, const TokenGrid&, const NearestKernel&);
 template xt::xtensor<float, 3> trained_input<float>(const Case&, std::uint64_t, std::size_t, std::size_t);
 template xt::xtensor<double, 3> trained_input<double>(const Case&, std::uint64_t, std::size_t, std::size_t);
 template Outcome trained_outcome<float>(const Case&, Dtype, const xt::xtensor<float, 3>&, const TrainedLayer<float>&,

@@ -147,7 +147,7 @@ m = entry["metrics"]
 _, _, _, inside = expected(p)
 check(m["kernel_resolved"] == [7, 7] and abs(m["kernel_mass_held"] - inside[7]) <= 1e-12 and inside[7] < 1,
       f"kernel_mass 1: {m['kernel_resolved']} holding {m['kernel_mass_held']} (numpy {inside[7]})")
-check("the largest odd square window that fits, holding only" in entry["message"], f"broad: {entry['message']}")
+check("the largest odd square window that fits; it holds only" in entry["message"], f"broad: {entry['message']}")
 print(f"broad, kernel_mass 1: kernel_resolved {m['kernel_resolved']}, held {m['kernel_mass_held']:.4f}")
 
 # 3. Bad values: exit 2 naming the file, the case and the key; nothing written.
