@@ -20,7 +20,7 @@ namespace {
 struct TrainedParams {
   std::size_t embed_dim = 0, heads = 0, extra_tokens = 0;
   std::array<int, 2> grid{};
-  std::array<int, 2> kernel{3, 3};
+  NearestKernel kernel;  // "kernel" and "kernel_mass"
   bool timm = false;  // "layout": "torch" (nn.MultiheadAttention) or "timm" (qkv, proj)
   bool bias = true;
   Dtype dtype = Dtype::float64;
@@ -42,10 +42,7 @@ void check(TrainedParams& p, const Case&, const Request&) {
   if (p.embed_dim % p.heads != 0)
     throw ParamError("heads", "embed_dim " + std::to_string(p.embed_dim) + " is not divisible by heads " +
                                   std::to_string(p.heads));
-  if (p.kernel[0] > p.grid[0] || p.kernel[1] > p.grid[1])
-    throw ParamError("kernel", "the " + std::to_string(p.kernel[0]) + "x" + std::to_string(p.kernel[1]) +
-                                   " window must fit the " + std::to_string(p.grid[0]) + "x" +
-                                   std::to_string(p.grid[1]) + " grid");
+  check_nearest_kernel(p.kernel, p.grid);
 }
 
 TensorShapes expected_tensors(const TrainedParams& p) {
@@ -71,20 +68,32 @@ template <class T> TorchAttention<T> load_layer(const Case& c, const TrainedPara
   return layer;
 }
 
+template <class T> TrainedCase<T> trained_case(const Case& c, const TrainedParams& p) {
+  const TorchAttention<T> layer = load_layer<T>(c, p);
+  xt::xtensor<T, 3> x = trained_input<T>(c, p.seed, tokens_of(p), p.embed_dim);
+  TrainedLayer<T> measured{.forward = torch_attention_forward(layer, x),
+                           .head_maps = head_maps(layer),
+                           .bias = folded_bias(layer),
+                           .family = "multi-head self-attention layer"};
+  return {std::move(x), std::move(measured), {.extra = p.extra_tokens, .h = p.grid[0], .w = p.grid[1]}};
+}
+
 template <class T> Outcome verify(const Case& c, const TrainedParams& p) {
   const TorchAttention<T> layer = load_layer<T>(c, p);
-  const xt::xtensor<T, 3> x = trained_input<T>(c, p.seed, tokens_of(p), p.embed_dim);
-  const TrainedLayer<T> measured{.forward = torch_attention_forward(layer, x),
-                                 .head_maps = head_maps(layer),
-                                 .bias = folded_bias(layer),
-                                 .family = "multi-head self-attention layer"};
-  const TokenGrid grid{.extra = p.extra_tokens, .h = p.grid[0], .w = p.grid[1]};
-  Outcome out = trained_outcome(c, p.dtype, x, measured, grid, p.kernel);
+  const TrainedCase<T> r = trained_case<T>(c, p);
+  Outcome out = trained_outcome(c, p.dtype, r.x, r.layer, r.grid, p.kernel);
   out.tensors.push_back({"w_qkv", xt::xarray<T>(layer.w_qkv)});
   out.tensors.push_back({"b_qkv", xt::xarray<T>(layer.b_qkv)});
   out.tensors.push_back({"w_proj", xt::xarray<T>(layer.w_proj)});
   out.tensors.push_back({"b_proj", xt::xarray<T>(layer.b_proj)});
   return out;
+}
+
+std::vector<FigureData> figures(const Case& c, const TrainedParams& p, const json& /*metrics*/) {
+  return with_dtype(p.dtype, [&](auto tag) {
+    const auto r = trained_case<decltype(tag)>(c, p);
+    return trained_figures(c, r.x, r.layer, r.grid, p.kernel);
+  });
 }
 
 std::vector<TensorDump> dumps() {
@@ -98,7 +107,7 @@ std::vector<TensorDump> dumps() {
 
 double memory_estimate(const TrainedParams& p) {
   return trained_memory(double(tokens_of(p)), double(p.embed_dim), double(p.heads),
-                        double(p.grid[0]) * double(p.grid[1]), p.kernel);
+                        double(p.grid[0]) * double(p.grid[1]), largest_kernel(p.kernel, p.grid));
 }
 
 using P = TrainedParams;
@@ -114,7 +123,8 @@ const bool registered = register_proof(make_proof<P>({
                  "attention on this input; the distances to its nearest K1 x K2 convolutions (lstsq_rel_l2: least "
                  "squares on this input; rel_l2: white input, the mean of K_q over queries on the window), the "
                  "translation-invariance defect, the attention outside the window and on extra tokens, and the "
-                 "per-head mean attention distances are findings, judged only when the case sets a tolerance.",
+                 "per-head mean attention distances, taps and leaks are findings, judged only when the case sets a "
+                 "tolerance.",
     .params = {field(&P::embed_dim, size_param("embed_dim", "D, the token width (in_proj_weight is (3D, D))", 65536)),
                field(&P::heads, size_param("heads", "N_h (D divisible by it)", 4096)),
                field(&P::grid, {.name = "grid", .help = "the token grid [H, W] (row-major after the extra tokens)",
@@ -124,7 +134,7 @@ const bool registered = register_proof(make_proof<P>({
                                         .default_value = 0,
                                         .minimum = 0,
                                         .maximum = 4096}),
-               field(&P::kernel, nearest_kernel_param()),
+               nearest_kernel_fields(&P::kernel),
                field(&P::timm, {.name = "layout",
                                 .help = "the state_dict names: \"torch\" (nn.MultiheadAttention: in_proj_weight, "
                                         "in_proj_bias, out_proj.weight, out_proj.bias) or \"timm\" (qkv.weight, "
@@ -145,6 +155,8 @@ const bool registered = register_proof(make_proof<P>({
     .dumps = dumps(),
     .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
+    .figures = figures,
+    .figures_per_case = true,
     .whole_batch = true,
 }));
 

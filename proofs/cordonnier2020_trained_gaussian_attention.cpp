@@ -21,7 +21,7 @@ struct GaussianParams {
   std::size_t hidden_size = 0, heads = 0;
   std::array<int, 2> grid{};
   bool isotropic = false;  // attention_isotropic_gaussian: attention_spreads (N_h)
-  std::array<int, 2> kernel{3, 3};
+  NearestKernel kernel;  // "kernel" and "kernel_mass"
   Dtype dtype = Dtype::float64;
   std::uint64_t seed = 0;
 };
@@ -34,10 +34,7 @@ std::vector<std::size_t> spreads_shape(const GaussianParams& p) {
 }
 
 void check(GaussianParams& p, const Case&, const Request&) {
-  if (p.kernel[0] > p.grid[0] || p.kernel[1] > p.grid[1])
-    throw ParamError("kernel", "the " + std::to_string(p.kernel[0]) + "x" + std::to_string(p.kernel[1]) +
-                                   " window must fit the " + std::to_string(p.grid[0]) + "x" +
-                                   std::to_string(p.grid[1]) + " grid");
+  check_nearest_kernel(p.kernel, p.grid);
 }
 
 TensorShapes expected_tensors(const GaussianParams& p) {
@@ -78,20 +75,32 @@ template <class T> GaussianAttention<T> load_layer(const Case& c, const Gaussian
   return layer;
 }
 
-template <class T> Outcome verify(const Case& c, const GaussianParams& p) {
+template <class T> TrainedCase<T> trained_case(const Case& c, const GaussianParams& p) {
   const GaussianAttention<T> layer = load_layer<T>(c, p);
-  const xt::xtensor<T, 3> x = trained_input<T>(c, p.seed, tokens_of(p), p.hidden_size);
-  const TrainedLayer<T> measured{.forward = gaussian_grid_forward(layer, x, p.grid[0], p.grid[1]),
-                                 .head_maps = gaussian_head_maps(layer),
-                                 .bias = xt::cast<double>(layer.b_out),
-                                 .family = "Gaussian self-attention layer"};
-  const TokenGrid grid{.extra = 0, .h = p.grid[0], .w = p.grid[1]};
-  return trained_outcome(c, p.dtype, x, measured, grid, p.kernel);
+  xt::xtensor<T, 3> x = trained_input<T>(c, p.seed, tokens_of(p), p.hidden_size);
+  TrainedLayer<T> measured{.forward = gaussian_grid_forward(layer, x, p.grid[0], p.grid[1]),
+                           .head_maps = gaussian_head_maps(layer),
+                           .bias = xt::cast<double>(layer.b_out),
+                           .family = "Gaussian self-attention layer"};
+  return {std::move(x), std::move(measured), {.extra = 0, .h = p.grid[0], .w = p.grid[1]}};
+}
+
+template <class T> Outcome verify(const Case& c, const GaussianParams& p) {
+  const TrainedCase<T> r = trained_case<T>(c, p);
+  return trained_outcome(c, p.dtype, r.x, r.layer, r.grid, p.kernel);
+}
+
+std::vector<FigureData> figures(const Case& c, const GaussianParams& p, const json& /*metrics*/) {
+  return with_dtype(p.dtype, [&](auto tag) {
+    const auto r = trained_case<decltype(tag)>(c, p);
+    return trained_figures(c, r.x, r.layer, r.grid, p.kernel);
+  });
 }
 
 double memory_estimate(const GaussianParams& p) {
   const double d = double(p.hidden_size);
-  return trained_memory(double(tokens_of(p)), d, double(p.heads), double(tokens_of(p)), p.kernel) +
+  const double t = double(tokens_of(p));
+  return trained_memory(t, d, double(p.heads), t, largest_kernel(p.kernel, p.grid)) +
          8 * double(p.heads) * d * d * 3;  // W_val = I, W_out and the head maps
 }
 
@@ -108,7 +117,8 @@ const bool registered = register_proof(make_proof<P>({
                  "q+delta) value.weight[:, h C:(h+1) C] and P_h(q, k) = softmax_k(-(k - q - Delta_h)^T S_h S_h^T "
                  "(k - q - Delta_h) / 2) over the image's keys; the distances to its nearest K1 x K2 convolutions "
                  "(lstsq_rel_l2, rel_l2), the translation-invariance defect, the attention outside the window and "
-                 "the per-head mean attention distances are findings, judged only when the case sets a tolerance.",
+                 "the per-head mean attention distances, taps and leaks are findings, judged only when the case sets a "
+                 "tolerance.",
     .params = {field(&P::hidden_size,
                      size_param("hidden_size", "C, the token width (value.weight is (C, N_h C))", 65536)),
                field(&P::heads, size_param("heads", "N_h, num_attention_heads", 4096)),
@@ -120,7 +130,7 @@ const bool registered = register_proof(make_proof<P>({
                                      .help = "attention_isotropic_gaussian: attention_spreads is one inverse "
                                              "standard deviation per head (N_h), else S_h (N_h, 2, 2)",
                                      .default_value = false}),
-               field(&P::kernel, nearest_kernel_param()),
+               nearest_kernel_fields(&P::kernel),
                field(&P::dtype, dtype_param()),
                field(&P::seed, seed_param("seed of the tensors the case does not load"))},
     .tensors = {"input", "reference_output", "attention_centers", "attention_spreads", "value.weight", "value.bias"},
@@ -130,6 +140,8 @@ const bool registered = register_proof(make_proof<P>({
     .dumps = trained_dumps(),
     .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
+    .figures = figures,
+    .figures_per_case = true,
     .whole_batch = true,
 }));
 

@@ -27,7 +27,7 @@ namespace {
 struct GpsaParams {
   std::size_t embed_dim = 0, heads = 0;
   std::array<int, 2> grid{};
-  std::array<int, 2> kernel{3, 3};
+  NearestKernel kernel;  // "kernel" and "kernel_mass"
   bool qkv_bias = false;
   Dtype dtype = Dtype::float64;
   std::uint64_t seed = 0;
@@ -43,10 +43,7 @@ void check(GpsaParams& p, const Case&, const Request&) {
   if (p.grid[0] != p.grid[1])
     throw ParamError("grid", "ConViT's GPSA runs on a square grid of patches only (its rel_indices are built from "
                              "sqrt(N)); got " + std::to_string(p.grid[0]) + "x" + std::to_string(p.grid[1]));
-  if (p.kernel[0] > p.grid[0] || p.kernel[1] > p.grid[1])
-    throw ParamError("kernel", "the " + std::to_string(p.kernel[0]) + "x" + std::to_string(p.kernel[1]) +
-                                   " window must fit the " + std::to_string(p.grid[0]) + "x" +
-                                   std::to_string(p.grid[1]) + " grid");
+  check_nearest_kernel(p.kernel, p.grid);
 }
 
 TensorShapes expected_tensors(const GpsaParams& p) {
@@ -79,23 +76,35 @@ template <class T> TorchGpsa<T> load_layer(const Case& c, const GpsaParams& p) {
           .gating = tensors.get<T, 1>("gating_param", {h})};
 }
 
-template <class T> Outcome verify(const Case& c, const GpsaParams& p) {
+template <class T> TrainedCase<T> trained_case(const Case& c, const GpsaParams& p) {
   const TorchGpsa<T> layer = load_layer<T>(c, p);
-  const xt::xtensor<T, 3> x = trained_input<T>(c, p.seed, tokens_of(p), p.embed_dim);
-  const TrainedLayer<T> measured{.forward = gpsa_torch_forward(layer, x, p.grid[0], p.grid[1]),
-                                 .head_maps = head_maps(layer),
-                                 .bias = folded_bias(layer),
-                                 .family = "GPSA layer"};
-  const TokenGrid grid{.extra = 0, .h = p.grid[0], .w = p.grid[1]};
-  Outcome out = trained_outcome(c, p.dtype, x, measured, grid, p.kernel);
-  out.set(metric::head_sigma, json(gate_sigmas(layer)));
+  xt::xtensor<T, 3> x = trained_input<T>(c, p.seed, tokens_of(p), p.embed_dim);
+  TrainedLayer<T> measured{.forward = gpsa_torch_forward(layer, x, p.grid[0], p.grid[1]),
+                           .head_maps = head_maps(layer),
+                           .bias = folded_bias(layer),
+                           .family = "GPSA layer"};
+  return {std::move(x), std::move(measured), {.extra = 0, .h = p.grid[0], .w = p.grid[1]}};
+}
+
+template <class T> Outcome verify(const Case& c, const GpsaParams& p) {
+  const TrainedCase<T> r = trained_case<T>(c, p);
+  Outcome out = trained_outcome(c, p.dtype, r.x, r.layer, r.grid, p.kernel);
+  out.set(metric::head_sigma, json(gate_sigmas(load_layer<T>(c, p))));
   return out;
+}
+
+std::vector<FigureData> figures(const Case& c, const GpsaParams& p, const json& /*metrics*/) {
+  return with_dtype(p.dtype, [&](auto tag) {
+    const auto r = trained_case<decltype(tag)>(c, p);
+    return trained_figures(c, r.x, r.layer, r.grid, p.kernel);
+  });
 }
 
 double memory_estimate(const GpsaParams& p) {
   const double t = double(tokens_of(p));
   // The measurement's, and the positional softmax of every head (N_h T^2).
-  return trained_memory(t, double(p.embed_dim), double(p.heads), t, p.kernel) + 8 * double(p.heads) * t * t;
+  return trained_memory(t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid)) +
+         8 * double(p.heads) * t * t;
 }
 
 using P = GpsaParams;
@@ -112,15 +121,15 @@ const bool registered = register_proof(make_proof<P>({
                  "renormalised attention A_h = (1 - sigma(lambda_h)) softmax(content) + sigma(lambda_h) "
                  "softmax(pos) on this input; the distances to its nearest K1 x K2 convolutions (lstsq_rel_l2, "
                  "rel_l2), the translation-invariance defect, the attention outside the window, the per-head mean "
-                 "attention distances and gates sigma(lambda_h) are findings, judged only when the case sets a "
-                 "tolerance.",
+                 "attention distances, taps, leaks and gates sigma(lambda_h) are findings, judged only when the case "
+                 "sets a tolerance.",
     .params = {field(&P::embed_dim, size_param("embed_dim", "D, the token width (qk.weight is (2D, D))", 65536)),
                field(&P::heads, size_param("heads", "N_h (D divisible by it; pos_proj.weight is (N_h, 3))", 4096)),
                field(&P::grid, {.name = "grid",
                                 .help = "the square grid [H, W] of patch tokens (row-major; H = W: ConViT builds "
                                         "rel_indices from sqrt(N))",
                                 .minimum = 1}),
-               field(&P::kernel, nearest_kernel_param()),
+               nearest_kernel_fields(&P::kernel),
                field(&P::qkv_bias, {.name = "qkv_bias",
                                     .help = "ConViT's qkv_bias: the layer has qk.bias and v.bias (ConViT's default: "
                                             "false)",
@@ -135,6 +144,8 @@ const bool registered = register_proof(make_proof<P>({
     .dumps = trained_dumps(),
     .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
+    .figures = figures,
+    .figures_per_case = true,
     .whole_batch = true,
 }));
 

@@ -25,7 +25,7 @@ struct NatParams {
   int kernel_size = 7, dilation = 1;  // NATTEN's, equal on both axes
   bool rel_pos_bias = true, qkv_bias = true;
   double qk_scale = 0;  // 0: head_dim^-1/2
-  std::array<int, 2> kernel{3, 3};
+  NearestKernel kernel;  // "kernel" and "kernel_mass"
   Dtype dtype = Dtype::float64;
   std::uint64_t seed = 0;
 };
@@ -44,10 +44,7 @@ void check(NatParams& p, const Case&, const Request&) {
     throw ParamError("dilation", "kernel_size * dilation = " + std::to_string(span) + " must fit the " +
                                      std::to_string(p.grid[0]) + "x" + std::to_string(p.grid[1]) +
                                      " grid (NATTEN's requirement)");
-  if (p.kernel[0] > p.grid[0] || p.kernel[1] > p.grid[1])
-    throw ParamError("kernel", "the " + std::to_string(p.kernel[0]) + "x" + std::to_string(p.kernel[1]) +
-                                   " window must fit the " + std::to_string(p.grid[0]) + "x" +
-                                   std::to_string(p.grid[1]) + " grid");
+  check_nearest_kernel(p.kernel, p.grid);
 }
 
 TensorShapes expected_tensors(const NatParams& p) {
@@ -76,25 +73,38 @@ template <class T> TrainedNeighborhood<T> load_layer(const Case& c, const NatPar
   return layer;
 }
 
-template <class T> Outcome verify(const Case& c, const NatParams& p) {
+template <class T> TrainedCase<T> trained_case(const Case& c, const NatParams& p) {
   const TrainedNeighborhood<T> nat = load_layer<T>(c, p);
-  const xt::xtensor<T, 3> x = trained_input<T>(c, p.seed, tokens_of(p), p.embed_dim);
+  xt::xtensor<T, 3> x = trained_input<T>(c, p.seed, tokens_of(p), p.embed_dim);
   NeighborhoodForward<T> forward = trained_neighborhood_forward(nat, x, p.grid[0], p.grid[1]);
   // qkv and proj are laid out as timm's Attention: M_h = W_o^h W_v^h and b = W_o b_v + b_o as there.
   const TorchAttention<T> maps{.heads = p.heads, .w_qkv = nat.w_qkv, .b_qkv = nat.b_qkv, .w_proj = nat.w_proj,
                                .b_proj = nat.b_proj};
-  const TrainedLayer<T> measured{.forward = {.y = std::move(forward.y), .p = std::move(forward.p)},
+  TrainedLayer<T> measured{.forward = {.y = std::move(forward.y), .p = std::move(forward.p)},
                                  .head_maps = head_maps(maps),
                                  .bias = folded_bias(maps),
                                  .family = "neighbourhood-attention layer (" + std::to_string(p.kernel_size) + "x" +
                                            std::to_string(p.kernel_size) + ", dilation " +
                                            std::to_string(p.dilation) + ")"};
-  const TokenGrid grid{.extra = 0, .h = p.grid[0], .w = p.grid[1]};
-  return trained_outcome(c, p.dtype, x, measured, grid, p.kernel);
+  return {std::move(x), std::move(measured), {.extra = 0, .h = p.grid[0], .w = p.grid[1]}};
 }
 
+template <class T> Outcome verify(const Case& c, const NatParams& p) {
+  const TrainedCase<T> r = trained_case<T>(c, p);
+  return trained_outcome(c, p.dtype, r.x, r.layer, r.grid, p.kernel);
+}
+
+std::vector<FigureData> figures(const Case& c, const NatParams& p, const json& /*metrics*/) {
+  return with_dtype(p.dtype, [&](auto tag) {
+    const auto r = trained_case<decltype(tag)>(c, p);
+    return trained_figures(c, r.x, r.layer, r.grid, p.kernel);
+  });
+}
+
+
 double memory_estimate(const NatParams& p) {
-  return trained_memory(double(tokens_of(p)), double(p.embed_dim), double(p.heads), double(tokens_of(p)), p.kernel);
+  const double t = double(tokens_of(p));
+  return trained_memory(t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid));
 }
 
 using P = NatParams;
@@ -109,7 +119,8 @@ const bool registered = register_proof(make_proof<P>({
                  "to round-off (identity_rel_l2), with K_q(delta) = sum_h P_h(q, q+delta) W_o^h W_v^h from its "
                  "attention on this input (zero outside each query's clamped neighbourhood); the distances to its "
                  "nearest K1 x K2 convolutions (lstsq_rel_l2, rel_l2), the translation-invariance defect, the "
-                 "attention outside the window and the per-head mean attention distances are findings, judged only "
+                 "attention outside the window and the per-head mean attention distances, taps and leaks are "
+                 "findings, judged only "
                  "when the case sets a tolerance.",
     .params = {field(&P::embed_dim, size_param("embed_dim", "D, the token width (qkv.weight is (3D, D))", 65536)),
                field(&P::heads, size_param("heads", "N_h (D divisible by it)", 4096)),
@@ -135,7 +146,7 @@ const bool registered = register_proof(make_proof<P>({
                                             "default)",
                                     .default_value = 0.0,
                                     .minimum = 0}),
-               field(&P::kernel, nearest_kernel_param()),
+               nearest_kernel_fields(&P::kernel),
                field(&P::dtype, dtype_param()),
                field(&P::seed, seed_param("seed of the tensors the case does not load"))},
     .tensors = {"input", "reference_output", "qkv.weight", "qkv.bias", "rpb", "proj.weight", "proj.bias"},
@@ -145,6 +156,8 @@ const bool registered = register_proof(make_proof<P>({
     .dumps = trained_dumps(),
     .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
+    .figures = figures,
+    .figures_per_case = true,
     .whole_batch = true,
 }));
 

@@ -37,7 +37,7 @@ namespace {
 struct SwinTrainedParams {
   std::size_t embed_dim = 0, heads = 0;
   std::array<int, 2> grid{}, window{}, shift{};
-  std::array<int, 2> kernel{3, 3};
+  NearestKernel kernel;  // "kernel" and "kernel_mass"
   bool qkv_bias = true, proj_bias = true;
   Dtype dtype = Dtype::float64;
   std::uint64_t seed = 0;
@@ -54,10 +54,7 @@ void check(SwinTrainedParams& p, const Case&, const Request&) {
     if (p.shift[a] >= p.window[a])
       throw ParamError("shift", "the shift " + std::to_string(p.shift[a]) + " must be below the window " +
                                     std::to_string(p.window[a]) + " on axis " + std::to_string(a));
-  if (p.kernel[0] > p.grid[0] || p.kernel[1] > p.grid[1])
-    throw ParamError("kernel", "the " + std::to_string(p.kernel[0]) + "x" + std::to_string(p.kernel[1]) +
-                                   " window must fit the " + std::to_string(p.grid[0]) + "x" +
-                                   std::to_string(p.grid[1]) + " grid");
+  check_nearest_kernel(p.kernel, p.grid);
 }
 
 TensorShapes expected_tensors(const SwinTrainedParams& p) {
@@ -87,15 +84,20 @@ template <class T> SwinWindowLayer<T> load_layer(const Case& c, const SwinTraine
   return layer;
 }
 
-template <class T> Outcome verify(const Case& c, const SwinTrainedParams& p) {
+template <class T> TrainedCase<T> trained_case(const Case& c, const SwinTrainedParams& p) {
   const SwinWindowLayer<T> layer = load_layer<T>(c, p);
-  const xt::xtensor<T, 3> x = trained_input<T>(c, p.seed, tokens_of(p), p.embed_dim);
-  const TrainedLayer<T> measured{.forward = swin_window_forward(layer, x, p.grid),
-                                 .head_maps = head_maps(layer.attention),
-                                 .bias = folded_bias(layer.attention),
-                                 .family = "Swin window-attention layer"};
-  const TokenGrid grid{.extra = 0, .h = p.grid[0], .w = p.grid[1]};
-  Outcome out = trained_outcome(c, p.dtype, x, measured, grid, p.kernel);
+  xt::xtensor<T, 3> x = trained_input<T>(c, p.seed, tokens_of(p), p.embed_dim);
+  TrainedLayer<T> measured{.forward = swin_window_forward(layer, x, p.grid),
+                           .head_maps = head_maps(layer.attention),
+                           .bias = folded_bias(layer.attention),
+                           .family = "Swin window-attention layer"};
+  return {std::move(x), std::move(measured), {.extra = 0, .h = p.grid[0], .w = p.grid[1]}};
+}
+
+template <class T> Outcome verify(const Case& c, const SwinTrainedParams& p) {
+  const TrainedCase<T> r = trained_case<T>(c, p);
+  const TrainedLayer<T>& measured = r.layer;
+  Outcome out = trained_outcome(c, p.dtype, r.x, measured, r.grid, p.kernel);
 
   // The attention each grid query gives the padding: what its row of P (grid keys only) misses of 1.
   const xt::xtensor<double, 4>& attention = measured.forward.p;
@@ -123,6 +125,13 @@ template <class T> Outcome verify(const Case& c, const SwinTrainedParams& p) {
   return out;
 }
 
+std::vector<FigureData> figures(const Case& c, const SwinTrainedParams& p, const json& /*metrics*/) {
+  return with_dtype(p.dtype, [&](auto tag) {
+    const auto r = trained_case<decltype(tag)>(c, p);
+    return trained_figures(c, r.x, r.layer, r.grid, p.kernel);
+  });
+}
+
 // The shared dumps, with the attention as this proof gives it: between grid tokens only.
 std::vector<TensorDump> dumps() {
   std::vector<TensorDump> all = trained_dumps();
@@ -135,7 +144,7 @@ std::vector<TensorDump> dumps() {
 
 double memory_estimate(const SwinTrainedParams& p) {
   const double t = double(tokens_of(p));
-  return trained_memory(t, double(p.embed_dim), double(p.heads), t, p.kernel);
+  return trained_memory(t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid));
 }
 
 using P = SwinTrainedParams;
@@ -154,7 +163,8 @@ const bool registered = register_proof(make_proof<P>({
                  "P_h(q, q+delta) (W_val^h W_out^h)^T from its attention on this input, b = W_out b_val + b_out "
                  "(the padded tokens' values are b_val); the distances to its nearest K1 x K2 convolutions "
                  "(lstsq_rel_l2, rel_l2), the translation-invariance defect, the attention outside the K1 x K2 "
-                 "window and on the padding, and the per-head mean attention distances are findings, judged only "
+                 "window and on the padding, and the per-head mean attention distances, taps and leaks are "
+                 "findings, judged only "
                  "when the case sets a tolerance.",
     .params = {field(&P::embed_dim, size_param("embed_dim", "D, the token width (qkv.weight is (3D, D))", 65536)),
                field(&P::heads, size_param("heads", "N_h (D divisible by it)", 4096)),
@@ -170,7 +180,7 @@ const bool registered = register_proof(make_proof<P>({
                                          "the window covers the padded grid",
                                  .default_value = std::array<int, 2>{0, 0},
                                  .minimum = 0}),
-               field(&P::kernel, nearest_kernel_param()),
+               nearest_kernel_fields(&P::kernel),
                field(&P::qkv_bias, {.name = "qkv_bias", .help = "the layer has qkv.bias", .default_value = true}),
                field(&P::proj_bias, {.name = "proj_bias", .help = "the layer has proj.bias", .default_value = true}),
                field(&P::dtype, dtype_param()),
@@ -183,6 +193,8 @@ const bool registered = register_proof(make_proof<P>({
     .dumps = dumps(),
     .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
+    .figures = figures,
+    .figures_per_case = true,
     .whole_batch = true,
 }));
 

@@ -55,15 +55,21 @@ REFERENCE_TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16:
 RECOMPUTE_TOLERANCE = {torch.float64: 1e-9, torch.float32: 1e-3, torch.float16: 3e-2, torch.bfloat16: 3e-2}
 
 
-def export_attention_layers(model, example_input, out_dir, kernel=(3, 3), grid=None, extra_tokens=None):
+def export_attention_layers(model, example_input, out_dir, kernel=(3, 3), grid=None, extra_tokens=None,
+                            kernel_mass=None):
     """Writes out_dir/cases.json, out_dir/layers/*.npz and out_dir/export.json
     (use another out_dir than export_conv_layers'); returns the summary
     written to export.json: "layers" (name, type, layout, input shape, grid,
     extra tokens), "cases" (their number) and "not_expressible" (module name,
-    type and reason)."""
-    kernel = [int(k) for k in kernel]
-    if len(kernel) != 2 or min(kernel) < 1:
-        raise ValueError(f"kernel must be two positive ints, got {kernel!r}")
+    type and reason). kernel is [K1, K2] or "auto" (the smallest odd K x K
+    window holding kernel_mass of the attention, 0.9 unless given)."""
+    auto = isinstance(kernel, str) and kernel == "auto"
+    if not auto:
+        kernel = [int(k) for k in kernel]
+        if len(kernel) != 2 or min(kernel) < 1:
+            raise ValueError(f"kernel must be two positive ints or \"auto\", got {kernel!r}")
+    if kernel_mass is not None and not 0 < kernel_mass <= 1:
+        raise ValueError(f"kernel_mass must be in (0, 1], got {kernel_mass!r}")
     model_grid = _model_grid(model, example_input)
     calls, not_expressible = _record_attention_calls(model, example_input)
     os.makedirs(os.path.join(out_dir, "layers"), exist_ok=True)
@@ -75,7 +81,7 @@ def export_attention_layers(model, example_input, out_dir, kernel=(3, 3), grid=N
             not_expressible.append({"name": name, "type": type(module).__name__, "reason": layer_grid})
             continue
         extra, (h, w) = layer_grid
-        if kernel[0] > h or kernel[1] > w:
+        if not auto and (kernel[0] > h or kernel[1] > w):
             not_expressible.append({"name": name, "type": type(module).__name__,
                                     "reason": f"the {kernel[0]}x{kernel[1]} window does not fit its {h}x{w} grid"})
             continue
@@ -86,6 +92,8 @@ def export_attention_layers(model, example_input, out_dir, kernel=(3, 3), grid=N
                   {**{prefix + key: t for key, t in weights.items()}, "input": x, "reference_output": y},
                   {"token_grid": np.array([extra, h, w], dtype=np.int64)})
         params = {**family.params(module, weights, extra, (h, w)), "kernel": kernel, "dtype": "float64"}
+        if kernel_mass is not None:
+            params["kernel_mass"] = float(kernel_mass)
         case = {"name": f"{name}:{family.case_suffix}", "proof": family.proof, "params": params,
                 "weights": layer_file, "weights_prefix": prefix}
         if y.dtype in REFERENCE_TOLERANCE:

@@ -131,6 +131,7 @@ ConvolutionalMeasure measure_convolutional(const xt::xtensor<double, 3>& x, cons
   out.mass_outside.assign(heads, 0.0);
   out.mass_extra.assign(heads, 0.0);
   out.mean_distance.assign(heads, 0.0);
+  out.mean_offset.assign(heads, {0.0, 0.0});
   for (std::size_t n = 0; n < n_samples; ++n)
     for (int qr = 0; qr < gh; ++qr)
       for (int qc = 0; qc < gw; ++qc) {
@@ -138,7 +139,7 @@ ConvolutionalMeasure measure_convolutional(const xt::xtensor<double, 3>& x, cons
         for (int kr = 0; kr < gh; ++kr)
           for (int kc = 0; kc < gw; ++kc) count[offset_index(kr - qr, kc - qc)] += 1;
         for (std::size_t h = 0; h < heads; ++h) {
-          double on_grid = 0, distance = 0, outside = 0, extra = 0;
+          double on_grid = 0, distance = 0, outside = 0, extra = 0, shift_r = 0, shift_c = 0;
           for (std::size_t k = 0; k < e; ++k) extra += p(n, h, q, k);
           for (int kr = 0; kr < gh; ++kr)
             for (int kc = 0; kc < gw; ++kc) {
@@ -147,11 +148,15 @@ ConvolutionalMeasure measure_convolutional(const xt::xtensor<double, 3>& x, cons
               mean_p(h, offset_index(dr, dc)) += a;
               on_grid += a;
               distance += a * std::sqrt(double(dr * dr + dc * dc));
+              shift_r += a * dr;
+              shift_c += a * dc;
               if (!window.contains({dr, dc})) outside += a;
             }
           out.mass_outside[h] += outside;
           out.mass_extra[h] += extra;
           out.mean_distance[h] += distance / on_grid;
+          out.mean_offset[h][0] += shift_r / on_grid;
+          out.mean_offset[h][1] += shift_c / on_grid;
         }
       }
   const double queries = double(n_samples * g);
@@ -159,6 +164,12 @@ ConvolutionalMeasure measure_convolutional(const xt::xtensor<double, 3>& x, cons
     out.mass_outside[h] /= queries;
     out.mass_extra[h] /= queries;
     out.mean_distance[h] /= queries;
+    out.mean_offset[h][0] /= queries;
+    out.mean_offset[h][1] /= queries;
+    // mean_p holds Σ_{n,q} P(q, q + δ) over the queries whose q + δ is on the grid (not yet divided).
+    const std::array<int, 2> tap{int(std::lround(out.mean_offset[h][0])), int(std::lround(out.mean_offset[h][1]))};
+    out.tap.push_back(tap);
+    out.leak.push_back(1.0 - mean_p(h, offset_index(tap[0], tap[1])) / queries);
     out.mass_outside_all += out.mass_outside[h] / double(heads);
     out.mass_extra_all += out.mass_extra[h] / double(heads);
     for (std::size_t k = 0; k < offsets; ++k)
@@ -286,6 +297,38 @@ ConvolutionalMeasure measure_convolutional(const xt::xtensor<double, 3>& x, cons
   const Difference identity = compare(rebuilt, out.y_grid);
   out.identity_max_abs = identity.max_abs;
   out.identity_rel_l2 = identity.rel_l2;
+  return out;
+}
+
+double window_attention(const xt::xtensor<double, 4>& p, const TokenGrid& grid, int k) {
+  const std::size_t n_samples = p.shape(0), heads = p.shape(1), e = grid.extra;
+  const int gh = grid.h, gw = grid.w, r = (k - 1) / 2;
+  double inside = 0;
+  for (std::size_t n = 0; n < n_samples; ++n)
+    for (std::size_t h = 0; h < heads; ++h)
+      for (int qr = 0; qr < gh; ++qr)
+        for (int qc = 0; qc < gw; ++qc) {
+          const std::size_t q = e + std::size_t(qr * gw + qc);
+          for (int kr = std::max(0, qr - r); kr <= std::min(gh - 1, qr + r); ++kr)
+            for (int kc = std::max(0, qc - r); kc <= std::min(gw - 1, qc + r); ++kc)
+              inside += p(n, h, q, e + std::size_t(kr * gw + kc));
+        }
+  return inside / double(n_samples * heads * grid.grid());
+}
+
+AutoWindow smallest_odd_window(const xt::xtensor<double, 4>& p, const TokenGrid& grid, double mass) {
+  require(grid.h >= 1 && grid.w >= 1 && p.shape(2) == grid.extra + grid.grid() && p.shape(3) == p.shape(2),
+          "smallest_odd_window: the attention " + shape_words(shape_of(p)) + " does not fit the grid");
+  const int largest = std::min(grid.h, grid.w) % 2 == 1 ? std::min(grid.h, grid.w) : std::min(grid.h, grid.w) - 1;
+  AutoWindow out;
+  for (int k = 1; k <= largest; k += 2) {
+    out.kernel = {k, k};
+    out.held = window_attention(p, grid, k);
+    if (out.held >= mass) {
+      out.reached = true;
+      break;
+    }
+  }
   return out;
 }
 

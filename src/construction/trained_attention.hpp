@@ -84,6 +84,14 @@ struct ConvolutionalMeasure {
   // Per head, averaged over grid queries and samples: attention on grid keys outside the window,
   // on the extra tokens, and Σ_{k∈grid} P(q,k) ‖k − q‖₂ / Σ_{k∈grid} P(q,k) in grid steps.
   std::vector<double> mass_outside, mass_extra, mean_distance;
+  // Per head: its mean offset δ̄_h, the mean over grid queries (and samples) of
+  // Σ_{k∈grid} P(q,k) (k − q) / Σ_{k∈grid} P(q,k) in grid steps (row, column); its tap,
+  // δ̄_h rounded to the nearest integer offset (halves away from zero); and its leak,
+  // 1 − P_h(q, q + tap) averaged over the grid queries and samples (the whole
+  // attention of a query whose q + tap is off the grid leaks).
+  std::vector<std::array<double, 2>> mean_offset;
+  std::vector<std::array<int, 2>> tap;
+  std::vector<double> leak;
   // The same masses, averaged over heads too.
   double mass_outside_all = 0, mass_extra_all = 0;
 };
@@ -94,5 +102,19 @@ struct ConvolutionalMeasure {
 ConvolutionalMeasure measure_convolutional(const xt::xtensor<double, 3>& x, const xt::xtensor<double, 3>& y,
                                            const xt::xtensor<double, 4>& p, const xt::xtensor<double, 3>& m,
                                            const Vector<double>& b, const TokenGrid& grid, std::array<int, 2> kernel);
+
+// The attention on grid keys inside the odd K × K window centred on each grid
+// query, averaged over grid queries, samples and heads (p as above).
+double window_attention(const xt::xtensor<double, 4>& p, const TokenGrid& grid, int k);
+
+// kernel "auto": the smallest odd K (K ≤ min(H, W)) whose K × K window holds at
+// least `mass` of the attention (window_attention); the largest odd K that fits
+// when none does. `held` is that window's attention.
+struct AutoWindow {
+  std::array<int, 2> kernel{};
+  double held = 0;
+  bool reached = false;  // held >= mass
+};
+AutoWindow smallest_odd_window(const xt::xtensor<double, 4>& p, const TokenGrid& grid, double mass);
 
 }  // namespace attnconv

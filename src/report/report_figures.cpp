@@ -31,6 +31,7 @@ Case report_case(const nlohmann::json& c) {
   out.file = c.value("file", "");
   out.weights = c.value("weights", nlohmann::json::object());
   out.provenance = c.value("provenance", nlohmann::json::object());
+  out.batch = c.value("batch", std::size_t(0));  // the input's samples, as the run found them
   return out;
 }
 
