@@ -89,9 +89,9 @@ template <class T> Outcome verify(const Case& c, const GaussianParams& p) {
   return trained_outcome(c, p.dtype, x, measured, grid, p.kernel);
 }
 
-double memory_estimate(const GaussianParams& p) {
+double memory_estimate(const Case& c, const GaussianParams& p) {
   const double d = double(p.hidden_size);
-  return trained_memory(double(tokens_of(p)), d, double(p.heads), double(tokens_of(p)), p.kernel) +
+  return trained_memory(c, double(tokens_of(p)), d, double(p.heads), double(tokens_of(p)), p.kernel) +
          8 * double(p.heads) * d * d * 3;  // W_val = I, W_out and the head maps
 }
 

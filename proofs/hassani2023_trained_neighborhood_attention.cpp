@@ -93,8 +93,8 @@ template <class T> Outcome verify(const Case& c, const NatParams& p) {
   return trained_outcome(c, p.dtype, x, measured, grid, p.kernel);
 }
 
-double memory_estimate(const NatParams& p) {
-  return trained_memory(double(tokens_of(p)), double(p.embed_dim), double(p.heads), double(tokens_of(p)), p.kernel);
+double memory_estimate(const Case& c, const NatParams& p) {
+  return trained_memory(c, double(tokens_of(p)), double(p.embed_dim), double(p.heads), double(tokens_of(p)), p.kernel);
 }
 
 using P = NatParams;
