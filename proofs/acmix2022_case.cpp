@@ -1,10 +1,12 @@
 #include "acmix2022_case.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "acmix/state_dict.hpp"
 #include "io/errors.hpp"
 #include "proof/npy.hpp"
+#include "proof/memory.hpp"
 
 namespace attnconv {
 
@@ -69,6 +71,17 @@ std::vector<TensorDump> acmix_state_dict_dumps(std::vector<TensorDump> first) {
   for (const auto& entry : acmix_state_dict_entries(AcmixConfig{}, true))
     first.push_back({entry.key, "the state_dict entry", entry.key == "dep_conv.bias" ? "dep_conv has a bias" : ""});
   return first;
+}
+
+double acmix_memory(const Case&, const AcmixParams& p) {
+  const AcmixConfig& a = p.config;
+  const double s = double(dtype_bytes(p.dtype)), reach = double(std::max(a.kernel_att, a.kernel_conv));
+  const double n = (double(p.image[0]) + reach) * (double(p.image[1]) + reach);
+  const double c_in = a.in_channels, c_out = a.out_channels, heads = a.heads, d = a.head_dim();
+  const double k_att = double(a.kernel_att) * a.kernel_att, k_conv = double(a.kernel_conv) * a.kernel_conv;
+  const double per_pixel = 16 * c_out + 2 * c_in + (2 + heads) * k_att + 2 * d * (k_conv + 1);
+  const double parameters = 3 * c_out * c_in + 3 * heads * k_conv * 3 * heads + c_out * k_conv * k_conv + 2 * d + 3 * c_out;
+  return process_bytes + s * (n * per_pixel + 2 * parameters);
 }
 
 TensorShapes acmix_case_tensor_shapes(const AcmixParams& p) {

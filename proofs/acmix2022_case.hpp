@@ -39,6 +39,14 @@ void check_acmix_case(AcmixParams& p, const Case& c, const Request& request);
 // The tensors a case may load from .npy: input and the state_dict entries.
 TensorShapes acmix_case_tensor_shapes(const AcmixParams& p);
 
+// Bytes at the peak of an ACmix proof (module, cost_table, window_vs_neighborhood), process_bytes
+// (proof/memory.hpp) included: per pixel of the map padded by the larger kernel, the input and its
+// copies, Stage I's q, k, v and their scaled and padded copies, the attention path's and the reference
+// loops' outputs, the conv path's output, the module's and the dumps' (16 C_out + 2 C_in), the window's
+// scores and weights and the loops' per-query weights ((2 + N) k_att^2), the conv path's shifted
+// features and the positional encoding (2 d (k_conv^2 + 1), d = C_out / N); the parameters twice.
+double acmix_memory(const Case& c, const AcmixParams& p);
+
 // `first`, then the module's state_dict under its reference names (conv1.weight,
 // ..., rate2; dep_conv.bias when dep_conv has one).
 std::vector<TensorDump> acmix_state_dict_dumps(std::vector<TensorDump> first);

@@ -216,6 +216,7 @@ const bool registered = register_proof(make_proof<AcmixParams>({
                                 {metric::table, metric::stage1_share, metric::stage1_dominates_from_in_channels,
                                  metric::conv_decomposition_max_abs}),
     .dumps = {{"input", "(C_in, H, W)"}, {"conv_weight", "the k x k convolution whose decomposition is counted"}},
+    .memory_estimate = acmix_memory,
     .expected_tensors = acmix_case_tensor_shapes,
     .figures = figures,
     .figures_per_case = true,

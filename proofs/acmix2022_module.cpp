@@ -221,6 +221,7 @@ const bool registered = register_proof(make_proof<AcmixParams>({
                         "F.conv2d(torch.cat([x, ones], 1), conv_weight, conv_bias, stride=s, padding=k // 2) is the "
                         "convolution path"},
         {"conv_bias", "(C_out)"}}),
+    .memory_estimate = acmix_memory,
     .expected_tensors = acmix_case_tensor_shapes,
     .loaded_params = acmix_loaded_params,
 }));

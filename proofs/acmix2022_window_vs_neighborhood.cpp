@@ -141,6 +141,7 @@ const bool registered = register_proof(make_proof<AcmixParams>({
     .dumps = acmix_state_dict_dumps({{"input", "(C_in, H, W)"},
                                      {"expected", "ACmix's attention path, reflected windows"},
                                      {"actual", "the same weights in clamped neighborhood windows"}}),
+    .memory_estimate = acmix_memory,
     .expected_tensors = acmix_case_tensor_shapes,
 }));
 

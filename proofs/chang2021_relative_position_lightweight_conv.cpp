@@ -110,6 +110,15 @@ TensorShapes expected_tensors(const LightweightParams& p) {
   return shapes;
 }
 
+// Bytes at the peak, s bytes an element: the sequences (the input, the attention's and the
+// convolution's outputs with and without the bias, their interior and band columns, the dumps: about
+// 12 C L), the relative bias beta (N_h (2L - 1)), one query's attention row (L) and the logits and
+// kernels (3 N_h (2k + 1)).
+double memory_estimate(const Case&, const LightweightParams& p) {
+  const double s = double(dtype_bytes(p.dtype)), l = double(p.length), heads = double(p.heads);
+  return process_bytes + s * (12 * double(p.channels) * l + heads * (2 * l - 1) + l + 3 * heads * (2 * double(p.radius) + 1));
+}
+
 template <class T> Outcome verify(const Case& c, const LightweightParams& p) {
   const CaseTensors tensors(c, p.seed);
   const Sequence<T> x = tensors.get<T, 2>("input", {p.channels, p.length});
@@ -246,6 +255,7 @@ const bool registered = register_proof(make_proof<P>({
                {"expected", "the lightweight convolution"},
                {"actual", "the relative-position attention"},
                {"conv_bias", "(C): the bias (zeros without conv_bias)"}},
+    .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
 }));
 

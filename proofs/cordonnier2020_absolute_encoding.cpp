@@ -90,6 +90,14 @@ double cross_terms(const MhsaLayer<T>& layer, const Matrix<T>& tokens, const Mat
   return largest;
 }
 
+// Bytes at the peak: Theorem 1's relative check (theorem1_common.hpp, dense engine) stays alive while
+// the absolute layer runs densely on the padded tokens with their four position channels: twice it.
+double memory_estimate(const Case&, const AbsoluteParams& p) {
+  ConvShape widened = p.shape;
+  widened.in_channels += 4;  // the tokens' position channels P_p
+  return 2 * theorem1_memory(widened, p.geometry, p.options, p.dtype, Engine::dense) - process_bytes;
+}
+
 template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
   const CaseTensors tensors(c, p.shared.seed);
   const Image<T> x = tensors.get<T, 3>("input", p.shape.input());
@@ -247,6 +255,7 @@ const bool registered = register_proof(make_proof<AbsoluteParams>({
                                           "image's tokens with P_p = (p1, p2, |p|^2, 1) appended (\"reserved\", "
                                           "D_in = C_in + 4) or added to its first four channels (\"added\")",
                                           {{"relative", "Theorem 1's relative construction on the same convolution"}})),
+    .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
 }));
 

@@ -101,6 +101,16 @@ template <class T> Outcome verify(const Case& c, const Lemma1Params& p) {
   return out;
 }
 
+// Bytes at the peak (the outcome built): each term twice, the tensors and their copies in the outcome.
+double memory_estimate(const Case&, const Lemma1Params& p) {
+  const double s = double(dtype_bytes(p.dtype)), t = double(p.tokens), d_in = double(p.in_channels);
+  const double heads = double(p.heads), d_h = double(p.head_dim), d_k = double(p.key_dim), d_out = double(p.out_channels);
+  const double weights = heads * d_in * (2 * d_k + d_h) + heads * d_h * d_out + d_out;  // W_qry, W_key, W_val; W_out; b_out
+  const double tokens = t * (d_in + heads * d_h + 2 * d_out);  // X, concat, summed and projected
+  const double head = t * (2 * d_k + 2 * d_h + d_out) + t;      // one head's Q, K, V, SA_h, SA_h W_out^(h), its scores
+  return process_bytes + s * (2 * (weights + tokens) + head);
+}
+
 using P = Lemma1Params;
 const bool registered = register_proof(make_proof<P>({
     .id = "cordonnier2020.lemma1",
@@ -126,6 +136,7 @@ const bool registered = register_proof(make_proof<P>({
                {"w_key", "(N_h, D_in, D_k)"},
                {"w_val", "(N_h, D_in, D_h)"},
                {"b_out", "(D_out)"}},
+    .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
 }));
 

@@ -383,17 +383,25 @@ std::vector<FigureData> figures(const Case& c, const NearestParams& p, const jso
   return {with_dtype(p.dtype, [&](auto tag) { return attention_figure<decltype(tag)>(c, p); })};
 }
 
-// Bytes at the peak, measured (issue 24, A3): the per-head maps M_h = W_val^h W_out^h and
-// their copies, 2 x heads x C_in x C_out doubles, dominate; then the heads' attention over the
-// padded image (heads x (HW)^2 at most), the layer's weights and the images; plus the process
-// (64 MiB, the fallback of run/resources.cpp).
-double memory_estimate(const NearestParams& p) {
-  const double heads = double(p.heads), c_in = double(p.in_channels), c_out = double(p.out_channels);
-  const double pixels = double(p.image[0] + 2 * 7) * double(p.image[1] + 2 * 7);
-  const double doubles = 2 * heads * c_in * c_out + heads * pixels * pixels +
-                         heads * (c_in * (p.head_dim + 2 * p.key_dim) + p.head_dim * c_out) +
-                         4 * pixels * (c_in + c_out);
-  return 64.0 * 1024 * 1024 + 8 * doubles;
+// Bytes at the peak (s bytes an element). The image attended over has n pixels: the image ("padding":
+// "none"), or it padded "same" for the window (an "auto" window is at most the image: 2H-1 x 2W-1).
+double memory_estimate(const Case&, const NearestParams& p) {
+  const double s = double(dtype_bytes(p.dtype)), heads = double(p.heads), d_h = double(p.head_dim);
+  const double c_in = double(p.in_channels), c_out = double(p.out_channels), d_k = double(p.key_dim);
+  const std::array<int, 2> k = p.kernel.size ? *p.kernel.size : p.image;
+  const std::array<double, 2> side{p.pad_first ? double(p.image[0] + (p.kernel.size ? k[0] : 2 * k[0]) - 1) : double(p.image[0]),
+                                   p.pad_first ? double(p.image[1] + (p.kernel.size ? k[1] : 2 * k[1]) - 1) : double(p.image[1])};
+  const double n = side[0] * side[1], window = double(k[0]) * double(k[1]);
+  const double m_h = 8 * heads * c_in * c_out;                 // equivalent_kernel: M_h = W_val^h W_out^h in double
+  const double w_eff = s * c_out * c_in * n;                   // the equivalent kernel over every offset
+  const double w_conv = 2 * s * c_out * c_in * window;         // its window and the dumped copy
+  const double attention = 3 * s * heads * n;                  // P_h over the offsets, its rows, the dumped copy
+  const double layer = 3 * s * heads * (c_in * (d_h + 2 * d_k) + d_h * c_out + 8);  // the layer, as MHSA, dumped
+  const double engine = engine_memory_bytes(Engine::dense, std::size_t(side[0]), std::size_t(side[1]), p.in_channels,
+                                            p.key_dim + 5, p.head_dim, p.out_channels, std::size_t(s)) +
+                        s * n * heads * d_h;                   // the MHSA (dense at worst) and its heads' values
+  const double images = s * n * (4 * c_in + 6 * c_out);        // input, padded, tokens; outputs, crops, dumps
+  return process_bytes + m_h + w_eff + w_conv + attention + layer + engine + images;
 }
 
 using P = NearestParams;

@@ -68,6 +68,15 @@ void check(PaddingRemarkParams& p, const Case&, const Request&) {
                                     " along axis " + std::to_string(axis) + " to have an interior");
 }
 
+// Bytes at the peak: Theorem 1's check (theorem1_common.hpp, dense engine, K1 K2 heads of dim D_out) on
+// the zero-padded image, its layer kept while it runs again on the unpadded image: twice it.
+double memory_estimate(const Case&, const PaddingRemarkParams& p) {
+  Theorem1Options options;
+  options.heads = p.shape.kernel[0] * p.shape.kernel[1];
+  options.head_dim = int(p.shape.out_channels);
+  return 2 * theorem1_memory(p.shape, p.geometry, options, p.dtype, Engine::dense) - process_bytes;
+}
+
 template <class T> Outcome verify(const Case& c, const PaddingRemarkParams& p) {
   const auto &image = p.shape.image, &kernel = p.shape.kernel;
   const std::size_t c_in = p.shape.in_channels, c_out = p.shape.out_channels;
@@ -179,6 +188,7 @@ const bool registered = register_proof(make_proof<P>({
     .dumps = conv_dumps("the zero-padded \"same\" convolution, (C_out, H, W)", "the MHSA on the unpadded image",
                          mhsa_layer_dumps("(|delta|^2, delta1, delta2)",
                                           {{"actual_padded", "the MHSA after padding first (the paper's fix)"}})),
+    .memory_estimate = memory_estimate,
 }));
 
 }  // namespace

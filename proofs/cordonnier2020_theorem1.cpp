@@ -44,37 +44,10 @@ void check(Theorem1Params& p, const Case& c, const Request& request) {
     p.options.precision = random_precisions(p.shared.seed, p.options.heads);
 }
 
-// Bytes at the peak of a check: the larger of (during the MHSA) the inputs, the
-// convolution, the padded image, its tokens and the engine, and (at the end)
-// those plus the MHSA output as tokens and image, the aligned output, the
-// bound's float64 copies of the tokens and its products, and the copies handed
-// to the report; plus the process itself (program, libraries, OpenBLAS
-// buffers, 16 MiB). Within a factor 2 of the measured peak RSS (docs/performance.md).
-double memory_estimate(const Theorem1Params& p) {
-  const auto& image = p.shape.image;
-  const auto& kernel = p.shape.kernel;
-  const ConvGeometry& g = p.geometry;
-  const double s = double(dtype_bytes(p.dtype));
-  const double c_in = double(p.shape.in_channels), c_out = double(p.shape.out_channels);
-  const double heads = p.options.heads, d_h = p.options.head_dim;
-  const std::size_t hp = std::size_t(image[0] + g.padding.top + g.padding.bottom);
-  const std::size_t wp = std::size_t(image[1] + g.padding.left + g.padding.right);
-  const double n = double(hp) * double(wp), pixels = double(image[0]) * image[1];
-  const double out_pixels =
-      double(conv_output_size(image[0], g.padding.top, g.padding.bottom, kernel[0], g.stride[0], g.dilation[0])) *
-      conv_output_size(image[1], g.padding.left, g.padding.right, kernel[1], g.stride[1], g.dilation[1]);
-  const double layer = s * heads * (c_in * (d_h + 6) + d_h * c_out);
-  const double inputs = s * (c_in * pixels + c_out * c_in * kernel[0] * kernel[1] + c_out * out_pixels + 2 * c_in * n) + layer;
+double memory_estimate(const Case&, const Theorem1Params& p) {
   // The Theorem 1 layer has no content terms: auto runs the separable engine.
-  // Its D_k = D_p, counted as the widest encoding's (quadratic_general, 5).
   const Engine engine = p.engine == Engine::dense ? Engine::dense : Engine::separable;
-  const std::size_t d_k = std::size_t(encoding_dim(Encoding::quadratic_general));
-  const double during_mhsa = inputs + engine_memory_bytes(engine, hp, wp, std::size_t(c_in), d_k, std::size_t(d_h),
-                                                          std::size_t(c_out), std::size_t(s));
-  const double at_end = inputs + s * (2 * c_out * n + 2 * c_out * out_pixels + c_in * pixels + c_out * out_pixels) +
-                        8 * (2 * c_in * n + c_out * n);
-  const double process = 16.0 * (1 << 20);
-  return process + std::max(during_mhsa, at_end);
+  return theorem1_memory(p.shape, p.geometry, p.options, p.dtype, engine);
 }
 
 template <class T> Outcome verify(const Case& c, const Theorem1Params& p, const Request& request) {
@@ -99,7 +72,7 @@ template <class T> Outcome verify(const Case& c, const Theorem1Params& p, const 
   vacuous_if_zero(out, "conv_weight (the convolution, and so the layer's values)", w, "the bias");
   out.set(metric::flops, ran.flops);
   out.set(metric::flops_skipped, ran.flops_skipped);
-  out.set(metric::memory_estimate_bytes, memory_estimate(p));
+  out.set(metric::memory_estimate_bytes, memory_estimate(c, p));
   const Padding& pad = p.geometry.padding;
   out.set(metric::padding_resolved, {pad.top, pad.bottom, pad.left, pad.right});
   out.set(metric::output_shape, {check.expected.shape(0), check.expected.shape(1), check.expected.shape(2)});

@@ -43,6 +43,13 @@ TensorShapes expected_tensors(const Theorem1dParams& p) {
   return out;
 }
 
+// Bytes at the peak: Theorem 1's check (theorem1_common.hpp, dense engine) on the 1 x L image.
+double memory_estimate(const Case&, const Theorem1dParams& p) {
+  const ConvShape shape{.image = {1, int(p.length)}, .kernel = {1, int(p.kernel)}, .in_channels = p.in_channels,
+                        .out_channels = p.out_channels, .groups = p.geometry.groups};
+  return theorem1_memory(shape, as_2d(p.geometry), p.options, p.dtype, Engine::dense);
+}
+
 template <class T> Outcome verify(const Case& c, const Theorem1dParams& p, const Request& request) {
   const CaseTensors tensors(c, p.shared.seed);
   const Sequence<T> x = tensors.get<T, 2>("input", {p.in_channels, p.length});
@@ -97,6 +104,7 @@ const bool registered = register_proof(make_proof<P>({
                {"conv_bias", "(C_out); zeros without bias"},
                {"expected", "the convolution, (C_out, L_out)"},
                {"actual", "the MHSA, aligned to the convolution's output"}}),
+    .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
 }));
 

@@ -105,8 +105,8 @@ std::vector<TensorDump> dumps() {
   return all;
 }
 
-double memory_estimate(const TrainedParams& p) {
-  return trained_memory(double(tokens_of(p)), double(p.embed_dim), double(p.heads),
+double memory_estimate(const Case& c, const TrainedParams& p) {
+  return trained_memory(c, double(tokens_of(p)), double(p.embed_dim), double(p.heads),
                         double(p.grid[0]) * double(p.grid[1]), largest_kernel(p.kernel, p.grid));
 }
 

@@ -261,6 +261,19 @@ template <class T> Outcome verify(const Case& c, const GpsaParams& p, const Requ
   return out;
 }
 
+// Bytes at the peak, D = N_h d, T = H W, K = K1 K2 (s bytes an element): while a kernel is read off
+// (nearest_convolution.hpp equivalent_kernel): M_h = W_val^h W_out^h in double (8 N_h D^2) and the
+// kernel over every offset of the image (s D^2 T); beside them the D x D matrices alive (qk.weight 2,
+// the layer, the case's layer, one head's or a point's of the reach searches 4 each, the per-head
+// values 2: 16 s D^2, the round-off's |W_val^h||W_out^h| 8 D^2), the limit kernel and one more
+// (2 s D^2 K), and the tokens (input, queries, keys, values, outputs, the convolutions, about 10 s T D,
+// |X| in double 8 T D).
+double memory_estimate(const Case&, const GpsaParams& p) {
+  const double s = double(dtype_bytes(p.dtype)), d = double(p.heads) * double(p.head_dim);
+  const double t = double(p.image[0]) * double(p.image[1]), k = double(p.window[0]) * double(p.window[1]);
+  return process_bytes + 8 * double(p.heads) * d * d + s * d * d * (t + 16 + 2 * k) + 8 * d * d + (10 * s + 8) * t * d;
+}
+
 using P = GpsaParams;
 const bool registered = register_proof(make_proof<P>({
     .id = "dascoli2021.convit_gpsa",
@@ -321,6 +334,7 @@ const bool registered = register_proof(make_proof<P>({
                {"b_proj", "(D)"},
                {"v_pos", "(N_h, 3): pos_h(q, k) = softmax_k(v_pos^h . (delta1, delta2, |delta|^2)), delta = k - q (row, column)"},
                {"gating", "(N_h): lambda_h"}},
+    .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
 }));
 

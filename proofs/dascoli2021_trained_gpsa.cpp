@@ -100,11 +100,11 @@ std::vector<FigureData> figures(const Case& c, const GpsaParams& p, const json& 
   });
 }
 
-double memory_estimate(const GpsaParams& p) {
-  const double t = double(tokens_of(p));
-  // The measurement's, and the positional softmax of every head (N_h T^2).
-  return trained_memory(t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid)) +
-         8 * double(p.heads) * t * t;
+double memory_estimate(const Case& c, const GpsaParams& p) {
+  const double t = double(tokens_of(p)), samples = double(std::max<std::size_t>(1, c.batch));
+  // The measurement's, and the positional softmax of every head (N_h T^2) per sample.
+  return trained_memory(c, t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid)) +
+         8 * samples * double(p.heads) * t * t;
 }
 
 using P = GpsaParams;

@@ -563,6 +563,25 @@ template <class T> Outcome verify(const Case& c, const NeighborhoodParams& p) {
 }
 
 using P = NeighborhoodParams;
+// Bytes at the peak, s bytes an element, K = K1 K2 heads of dim C_out, n pixels of the image padded by
+// the taps (at most (H + K1 d1)(W + K2 d2)): the per-head maps (local/head_tensor.hpp, heads x pixels x
+// dim: the values, the zero queries and keys, the attended output, check 1's content queries, keys,
+// values and output, about 6 K n (C_in + C_out)), the layers (the construction, the global one, check
+// 1's, each K (C_in C_out + C_out^2), its W_qry, W_key 2 K C_in^2), the images and their copies
+// (10 n (C_in + C_out)), and global attention on the image (the dense engine).
+double memory_estimate(const Case&, const P& p) {
+  const double s = double(dtype_bytes(p.dtype)), heads = double(p.shape.kernel[0]) * p.shape.kernel[1];
+  const double c_in = double(p.shape.in_channels), c_out = double(p.shape.out_channels);
+  const double n = double(p.shape.image[0] + p.shape.kernel[0] * p.dilation[0]) *
+                   double(p.shape.image[1] + p.shape.kernel[1] * p.dilation[1]);
+  const double maps = 6 * heads * n * (c_in + c_out);
+  const double layers = 3 * heads * (c_in * c_out + c_out * c_out) + 2 * heads * c_in * c_in;
+  const double engine =
+      engine_memory_bytes(Engine::dense, std::size_t(p.shape.image[0]), std::size_t(p.shape.image[1]),
+                          p.shape.in_channels, p.shape.in_channels + 3, p.shape.out_channels, p.shape.out_channels, std::size_t(s));
+  return process_bytes + s * (maps + layers + 10 * n * (c_in + c_out)) + engine;
+}
+
 const bool registered = register_proof(make_proof<P>({
     .id = "hassani2023.neighborhood_attention",
     .paper = "Hassani, Walton, Li, Li & Shi, Neighborhood Attention Transformer, CVPR 2023 (NATTEN's current window "
@@ -636,6 +655,7 @@ const bool registered = register_proof(make_proof<P>({
                          {"w_qry", "(heads, C_in, C_in): check 1's W_qry^h"},
                          {"w_key", "(heads, C_in, C_in): check 1's W_key^h"},
                          {"v_pos", "(heads, 3): check 1's rpb_h(delta) = v_pos^h . (|delta|^2, delta1, delta2)"}}),
+    .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
 }));
 

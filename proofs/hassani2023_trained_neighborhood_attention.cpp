@@ -101,10 +101,9 @@ std::vector<FigureData> figures(const Case& c, const NatParams& p, const json& /
   });
 }
 
-
-double memory_estimate(const NatParams& p) {
+double memory_estimate(const Case& c, const NatParams& p) {
   const double t = double(tokens_of(p));
-  return trained_memory(t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid));
+  return trained_memory(c, t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid));
 }
 
 using P = NatParams;

@@ -219,6 +219,23 @@ template <class T> double column_sum(const Matrix<T>& w) {
 
 template <class T> double largest(const T& t) { return t.size() == 0 ? 0.0 : double(xt::amax(xt::abs(t))()); }
 
+// Bytes at the peak, s bytes an element, K^2 heads of dim C_out on the padded map (n = Hp Wp pixels),
+// windows of M1 M2 pixels: the per-head maps (heads x pixels x dim, local/head_tensor.hpp: the values,
+// the biased values, Han's windowed and locally connected sides of both shifts (kept for the dumps),
+// W-MSA's and SW-MSA's heads and the qkv-bias check's, about 14 K^2 n C_out; the content queries and
+// keys with and without their bias and the bias check's constant ones, 8 K^2 n C_in), per-query
+// attention weights (2 K^2 n M1 M2), the layer and the content weights (K^2 (C_in C_out + C_out^2 +
+// 2 C_in^2)) and the images and their copies (10 n (C_in + C_out)). Measured: 154 MiB at 56x56, K 5,
+// M 7, C 8 (estimate 1.2x).
+double memory_estimate(const Case&, const SwinParams& p) {
+  const double s = double(dtype_bytes(p.dtype)), heads = double(p.shape.kernel[0]) * p.shape.kernel[1];
+  const double c_in = double(p.shape.in_channels), c_out = double(p.shape.out_channels);
+  const double n = double(p.padded[0]) * double(p.padded[1]), window = double(p.used[0]) * double(p.used[1]);
+  const double maps = heads * n * (14 * c_out + 8 * c_in + 2 * window);
+  const double layers = heads * (c_in * c_out + c_out * c_out + 2 * c_in * c_in);
+  return process_bytes + s * (maps + layers + 10 * n * (c_in + c_out));
+}
+
 template <class T> Outcome verify(const Case& c, const SwinParams& p) {
   const std::size_t c_in = p.shape.in_channels, c_out = p.shape.out_channels;
   const int height = p.shape.image[0], width = p.shape.image[1], kernel = p.shape.kernel[0];
@@ -471,6 +488,7 @@ const bool registered = register_proof(make_proof<P>({
                           {"w_val", "(heads, C_in, C_out): the construction's W_val^h, the values of checks 1 and 2"},
                           {"w_out", "(heads C_out, C_out): W_out, head h's rows h C_out ... (h + 1) C_out - 1"},
                           {"b_out", "(C_out): the convolution's bias"}}),
+    .memory_estimate = memory_estimate,
     .expected_tensors = expected_tensors,
 }));
 

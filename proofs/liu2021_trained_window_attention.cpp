@@ -142,9 +142,9 @@ std::vector<TensorDump> dumps() {
   return all;
 }
 
-double memory_estimate(const SwinTrainedParams& p) {
+double memory_estimate(const Case& c, const SwinTrainedParams& p) {
   const double t = double(tokens_of(p));
-  return trained_memory(t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid));
+  return trained_memory(c, t, double(p.embed_dim), double(p.heads), t, largest_kernel(p.kernel, p.grid));
 }
 
 using P = SwinTrainedParams;

@@ -11,8 +11,35 @@
 #include "proof/short_number.hpp"
 #include "metrics/compare.hpp"
 #include "proof/common_params.hpp"
+#include "proof/memory.hpp"
+#include "mhsa/engine.hpp"
+#include "ops/geometry.hpp"
 
 namespace attnconv {
+
+double theorem1_memory(const ConvShape& shape, const ConvGeometry& g, const Theorem1Options& options, Dtype dtype,
+                       Engine engine) {
+  const auto& image = shape.image;
+  const auto& kernel = shape.kernel;
+  const double s = double(dtype_bytes(dtype));
+  const double c_in = double(shape.in_channels), c_out = double(shape.out_channels);
+  const double heads = options.heads, d_h = options.head_dim;
+  const std::size_t hp = std::size_t(image[0] + g.padding.top + g.padding.bottom);
+  const std::size_t wp = std::size_t(image[1] + g.padding.left + g.padding.right);
+  const double n = double(hp) * double(wp), pixels = double(image[0]) * image[1];
+  const double out_pixels =
+      double(conv_output_size(image[0], g.padding.top, g.padding.bottom, kernel[0], g.stride[0], g.dilation[0])) *
+      conv_output_size(image[1], g.padding.left, g.padding.right, kernel[1], g.stride[1], g.dilation[1]);
+  const double layer = s * heads * (c_in * (d_h + 6) + d_h * c_out);
+  const double inputs = s * (c_in * pixels + c_out * c_in * kernel[0] * kernel[1] + c_out * out_pixels + 2 * c_in * n) + layer;
+  // D_k = D_p, counted as the widest encoding's (quadratic_general, 5).
+  const std::size_t d_k = std::size_t(encoding_dim(Encoding::quadratic_general));
+  const double during_mhsa = inputs + engine_memory_bytes(engine, hp, wp, std::size_t(c_in), d_k, std::size_t(d_h),
+                                                          std::size_t(c_out), std::size_t(s));
+  const double at_end = inputs + s * (2 * c_out * n + 2 * c_out * out_pixels + c_in * pixels + c_out * out_pixels) +
+                        8 * (2 * c_in * n + c_out * n);
+  return process_bytes + std::max(during_mhsa, at_end);
+}
 
 int needed_head_dim(int in_channels, int out_channels) { return std::min(in_channels, out_channels); }
 

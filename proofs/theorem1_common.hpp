@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "construction/theorem1_check.hpp"
+#include "mhsa/engine.hpp"
 #include "proof/conv_geometry.hpp"
 #include "io/errors.hpp"
 #include "proof/proof.hpp"
@@ -57,6 +58,15 @@ std::vector<Field<Theorem1Case2d>> theorem1_2d_params(Theorem1ParamOptions optio
 void check_theorem1_2d(Theorem1Case2d& p, const Case& c, const Request& request);
 // The tensors such a case may load instead of drawing them from the seed.
 TensorShapes theorem1_2d_tensors(const Theorem1Case2d& p);
+
+// Bytes at the peak of one check_theorem1 with `engine` (dense or separable),
+// process_bytes (proof/memory.hpp) included: the larger of (during the MHSA)
+// the inputs, the convolution, the padded image, its tokens and the engine
+// (mhsa/engine.hpp engine_memory_bytes), and (at the end) those plus the MHSA
+// output as tokens and image, the aligned output, the bound's float64 copies
+// of the tokens and its products, and the copies handed to the report.
+double theorem1_memory(const ConvShape& shape, const ConvGeometry& g, const Theorem1Options& options, Dtype dtype,
+                       Engine engine);
 
 // What construction_outcome reports.
 namespace metric {

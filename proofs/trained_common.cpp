@@ -10,6 +10,7 @@
 #include "construction/nearest_convolution.hpp"
 #include "construction/theorem1.hpp"
 #include "io/errors.hpp"
+#include "proof/memory.hpp"
 #include "proof/npy.hpp"
 #include "proof/short_number.hpp"
 
@@ -255,10 +256,12 @@ std::vector<TensorDump> trained_dumps() {
               {"folded_bias", "(D_out): b = W_o b_v + b_o"}};
 }
 
-double trained_memory(double t, double d, double heads, double g, std::array<int, 2> kernel) {
-  const double columns = d * kernel[0] * kernel[1] + 1;
-  // One sample (the batch is not known here): tokens, attention, the least-squares matrix twice.
-  return 8 * (4 * t * d + heads * t * t + 2 * g * columns + 3 * d * d + 4 * g * d);
+double trained_memory(const Case& c, double t, double d, double heads, double g, std::array<int, 2> kernel) {
+  const double columns = d * kernel[0] * kernel[1] + 1, samples = double(std::max<std::size_t>(1, c.batch));
+  // Per sample: its tokens (input, values, output, the reference's: 4 T D), its attention (N_h T^2),
+  // its rows of the least-squares matrix twice (2 G columns) and its grid outputs (4 G D); once: the
+  // weights and kernels (3 D^2).
+  return process_bytes + 8 * (samples * (4 * t * d + heads * t * t + 2 * g * columns + 4 * g * d) + 3 * d * d);
 }
 
 template std::vector<FigureData> trained_figures(const Case&, const xt::xtensor<float, 3>&, const TrainedLayer<float>&,

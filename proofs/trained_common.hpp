@@ -148,9 +148,10 @@ std::vector<Metric> trained_metrics(std::vector<Metric> more = {});
 // The dumps trained_outcome writes.
 std::vector<TensorDump> trained_dumps();
 
-// Bytes the measurement allocates for one sample of `tokens` tokens of width
-// `dim` (D_in = D_out) with `heads` heads on a grid of `grid` tokens and a
-// K1 x K2 window: tokens, attention, the least-squares matrix, the kernels.
-double trained_memory(double tokens, double dim, double heads, double grid, std::array<int, 2> kernel);
+// Bytes the measurement allocates for the case's samples (Case::batch, else
+// 1) of `tokens` tokens of width `dim` (D_in = D_out) with `heads` heads on a
+// grid of `grid` tokens and a K1 x K2 window: tokens, attention, the
+// least-squares matrix, the kernels, plus process_bytes (proof/memory.hpp).
+double trained_memory(const Case& c, double tokens, double dim, double heads, double grid, std::array<int, 2> kernel);
 
 }  // namespace attnconv

@@ -1,5 +1,7 @@
 #include "cli/workflow.hpp"
 
+#include <new>
+
 #include <filesystem>
 #include <iostream>
 
@@ -145,6 +147,11 @@ std::optional<int> run_workflow_command(WorkflowOptions& options) {
 }
 
 int failed_command(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e)) {  // never the raw std::bad_alloc text (issue 24, A3)
+    std::cerr << "attnconv: out of memory: the machine could not give this command what it needed; run it with "
+                 "smaller inputs or on a larger machine\n";
+    return 2;
+  }
   std::cerr << "attnconv: " << e.what() << "\n";
   return dynamic_cast<const OutputError*>(&e) ? 3 : 2;
 }

@@ -5,6 +5,7 @@
 #include "proof/case_tensors.hpp"
 #include "proof/common_params.hpp"
 #include "proof/dtype.hpp"
+#include "proof/memory.hpp"
 
 namespace attnconv {
 
@@ -17,7 +18,7 @@ TensorShapes conv_case_tensor_shapes(const ConvCaseParams& p) {
   return out;
 }
 
-double conv_case_memory_estimate(const ConvCaseParams& p) {
+double conv_case_memory_estimate(const Case&, const ConvCaseParams& p) {
   const double s = double(dtype_bytes(p.dtype));
   const Padding& pad = p.geometry.padding;
   const double padded = double(p.shape.image[0] + pad.top + pad.bottom) * double(p.shape.image[1] + pad.left + pad.right);
@@ -25,7 +26,7 @@ double conv_case_memory_estimate(const ConvCaseParams& p) {
   const double out = double(y[1]) * double(y[2]);
   const double c_in = double(p.shape.in_channels), c_out = double(p.shape.out_channels);
   const double weight = c_out * c_in / p.shape.groups * p.shape.kernel[0] * p.shape.kernel[1];
-  return 64.0 * 1024 * 1024 + s * (3 * c_in * padded + 2 * c_out * padded + 6 * c_out * out + 2 * weight);
+  return process_bytes + s * (3 * c_in * padded + 2 * c_out * padded + 6 * c_out * out + 2 * weight);
 }
 
 template <class T> ConvCase<T> conv_case_tensors(const Case& c, const ConvCaseParams& p) {

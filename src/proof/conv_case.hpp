@@ -36,7 +36,7 @@ TensorShapes conv_case_tensor_shapes(const ConvCaseParams& p);
 // grid and its shifted copy, the running sum, the convolution and the dump
 // copies, plus 64 MiB for the process. Linear in the pixels, unlike the
 // harness's default for attention proofs.
-double conv_case_memory_estimate(const ConvCaseParams& p);
+double conv_case_memory_estimate(const Case& c, const ConvCaseParams& p);
 
 template <class T> struct ConvCase {
   Image<T> input;

@@ -14,6 +14,7 @@
 //       .verify = {verify<float>, verify<double>},
 //       .metrics = distance_metrics("..."),
 //   }));
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@
 
 #include "proof/dtype.hpp"
 #include "proof/field.hpp"
+#include "proof/memory.hpp"
 #include "proof/npy.hpp"
 #include "proof/proof.hpp"
 
@@ -79,8 +81,11 @@ template <class Params> struct ProofSpec {
   VerifyPerDtype<Params> verify = {};
   std::vector<Metric> metrics = {};
   std::vector<TensorDump> dumps = {};  // see ProofDef
-  // Bytes the case will need at its peak. May be empty.
-  std::function<double(const Params&)> memory_estimate = {};
+  // Bytes the case will need at its peak: process_bytes (proof/memory.hpp) plus the tensors alive
+  // at the peak, each term named; for the dtype of `Params` (the float64 twin of a float32 case is
+  // added by make_proof). May be empty: then run/resources.cpp's fallback.
+  // The case gives what Params do not: its batch (Case::batch, a whole_batch proof's samples).
+  std::function<double(const Case&, const Params&)> memory_estimate = {};
   // The tensors a case may load from .npy (see ProofDef). May be empty.
   std::function<TensorShapes(const Params&)> expected_tensors = {};
   // The parameters the loaded tensors determine (see ProofDef). May be empty.
@@ -118,8 +123,16 @@ template <class Params> ProofDef make_proof(ProofSpec<Params> spec) {
       .metrics = std::move(spec.metrics),
       .dumps = std::move(spec.dumps),
   };
+  // A float32 case that holds also runs its float64 twin (run/case_run.cpp) while its own outcome is
+  // kept: both are counted (the process once).
   if (spec.memory_estimate)
-    def.memory_estimate = [params, f = spec.memory_estimate](const Case& c) { return f(params(c)); };
+    def.memory_estimate = [params, f = spec.memory_estimate](const Case& c) {
+      const Params& p = params(c);
+      if (p.dtype != Dtype::float32) return f(c, p);
+      Params twin = p;
+      twin.dtype = Dtype::float64;
+      return f(c, p) + std::max(0.0, f(c, twin) - process_bytes);
+    };
   if (spec.expected_tensors)
     def.expected_tensors = [params, f = spec.expected_tensors](const Case& c) { return f(params(c)); };
   if (spec.loaded_params)

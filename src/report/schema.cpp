@@ -227,6 +227,12 @@ json report_schema() {
         // null: a limit that is not finite (NaN or Inf, e.g. a bound that overflowed); such a case is an error
         {"tolerance", {{"type", "object"}, {"additionalProperties", {{"type", {"number", "null"}}, {"minimum", 0}}}}},
         {"seconds", {{"type", "number"}, {"minimum", 0}}},
+        {"peak_memory", {{"type", "number"}, {"minimum", 0},
+                         {"description", "bytes the case's process added at its peak: its peak resident set less the "
+                                         "run's resident set when it was forked (varies from run to run, like seconds)"}}},
+        {"memory_estimate", {{"type", "number"}, {"minimum", 0},
+                             {"description", "bytes the case was estimated to need before it ran (attnconv list, "
+                                             "--max-memory)"}}},
         {"message", {{"type", "string"}}}}},
       {"allOf", per_proof}};
   const json count = non_negative_int();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
@@ -59,8 +61,30 @@ struct Child {
   int fd;  // read end of the child's pipe
   Clock::time_point start;
   double memory;
+  double parent_resident;  // the run's anonymous resident memory when it forked this child
   std::string output;
 };
+
+// This process's anonymous resident memory in bytes (RssAnon of /proc/self/status), 0 when
+// unreadable. A forked child starts with exactly these pages in its resident set (fork copies the
+// page tables of the private memory it has touched, not those of its mapped files: the program's
+// and the libraries' code the child touches counts as the child's).
+double anonymous_resident_bytes() {
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[8192] = {};
+  std::size_t size = 0;
+  for (ssize_t n; size + 1 < sizeof text && (n = ::read(fd, text + size, sizeof text - 1 - size)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    size += std::size_t(n);
+  }
+  ::close(fd);
+  const char* line = std::strstr(text, "\nRssAnon:");
+  unsigned long long kib = 0;
+  if (!line || std::sscanf(line + 1, "RssAnon: %llu", &kib) != 1) return 0;
+  return double(kib) * 1024;
+}
 
 [[noreturn]] void run_child(const Case& c, const RunOptions& options, int fd, pid_t parent) {
   for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL})
@@ -86,12 +110,26 @@ struct Child {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// The entry of a child that closed its pipe, from its output and exit status.
+json finish_entry(const Case& c, const Child& child, int status, double seconds);
+
+// The entry of a child that closed its pipe, from its output and exit status, with its peak
+// memory and estimate.
 json finish_child(const Case& c, Child& child) {
   int status = 0;
-  while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+  struct rusage usage {};
+  while (wait4(child.pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
   const double seconds = seconds_since(child.start);
+  // A forked child starts with the run's anonymous pages (shared, copy on write) in its own resident
+  // set: what the case itself added is its peak (ru_maxrss, KiB) less those at the fork.
+  const double peak = std::max(0.0, double(usage.ru_maxrss) * 1024 - child.parent_resident);
+  json entry = finish_entry(c, child, status, seconds);
+  entry["peak_memory"] = peak;
+  entry["memory_estimate"] = child.memory;
+  return entry;
+}
+
+json finish_entry(const Case& c, const Child& child, int status, double seconds) {
   if (WIFSIGNALED(status))
     return error_entry(c,
                        "the case crashed: its process was killed by signal " + signal_description(WTERMSIG(status)) +
@@ -156,6 +194,7 @@ int execute_cases(const std::vector<Case>& cases, const RunOptions& options,
       if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("cannot create a pipe: ") + std::strerror(errno));
       std::cout.flush(), std::cerr.flush();
       const pid_t parent = getpid();
+      const double parent_resident = anonymous_resident_bytes();
       const pid_t pid = fork();
       if (pid < 0) {
         ::close(fds[0]), ::close(fds[1]);
@@ -166,7 +205,7 @@ int execute_cases(const std::vector<Case>& cases, const RunOptions& options,
         run_child(cases[next], options, fds[1], parent);
       }
       ::close(fds[1]);
-      running.push_back({next, pid, fds[0], Clock::now(), memory, {}});
+      running.push_back({next, pid, fds[0], Clock::now(), memory, parent_resident, {}});
       memory_in_use += memory;
       do ++next;
       while (next < cases.size() && entries[next]);

@@ -2,18 +2,24 @@
 
 #include "io/errors.hpp"
 #include "io/sizes.hpp"
+#include "proof/memory.hpp"
+
+#include <algorithm>
 
 namespace attnconv {
 
 double case_memory_estimate(const Case& c) {
   const ProofDef* proof = find_proof(c.proof);
-  if (proof && proof->memory_estimate) return proof->memory_estimate(c);
   double tokens = 1;
   if (c.params.contains("image")) {
     const auto image = get_int_pair(c.params, "image");
     tokens = double(image[0]) * double(image[1]);
   }
-  return 64.0 * 1024 * 1024 + 8.0 * tokens * tokens;
+  const double one = proof && proof->memory_estimate ? proof->memory_estimate(c) : 64 * mebibyte + 8.0 * tokens * tokens;
+  // A batch checked sample by sample (run/case_run.cpp run_verify) keeps every sample's outcome, at most
+  // its tensors, then stacks them: twice the batch of them besides the sample running.
+  if (c.batch == 0 || (proof && proof->whole_batch)) return one;
+  return one + 2 * double(c.batch) * std::max(0.0, one - process_bytes);
 }
 
 void check_memory(const std::vector<Case>& cases, double max_bytes) {

@@ -7,6 +7,7 @@
 
 #include "cases/case_loader.hpp"
 #include "io/errors.hpp"
+#include "proof/memory.hpp"
 #include "run/resources.hpp"
 #include "run/runner.hpp"
 
@@ -96,8 +97,8 @@ TEST_CASE("a decomposition case's memory estimate is linear in the pixels (a 224
     return case_memory_estimate(expand_case(object, "cases/x.json", 0).at(0));
   };
   const double small = estimate(224), large = estimate(448);
-  // 3 C_in + 2 C_out padded planes and 6 C_out output planes of 8 bytes: ~130 MiB above the 64 MiB base at 224^2.
+  // 3 C_in + 2 C_out padded planes and 6 C_out output planes of 8 bytes: ~130 MiB above process_bytes at 224^2.
   CHECK(small < 256.0 * 1024 * 1024);
-  CHECK(large - 64.0 * 1024 * 1024 < 4.1 * (small - 64.0 * 1024 * 1024));
-  CHECK(large - 64.0 * 1024 * 1024 > 3.9 * (small - 64.0 * 1024 * 1024));
+  CHECK(large - process_bytes < 4.1 * (small - process_bytes));
+  CHECK(large - process_bytes > 3.9 * (small - process_bytes));
 }

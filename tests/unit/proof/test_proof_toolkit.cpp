@@ -67,7 +67,7 @@ const bool registered = register_proof(make_proof<P>({
     .check = check,
     .verify = {verify<float>, verify<double>},
     .metrics = distance_metrics(),
-    .memory_estimate = [](const ToyParams& p) { return 1000.0 * p.width; },
+    .memory_estimate = [](const Case&, const ToyParams& p) { return 1000.0 * p.width; },
 }));
 
 std::vector<Case> toy(const std::string& params, const std::string& more = "") {
