@@ -349,6 +349,14 @@ const FastPath fast_paths[] = {
         },
         conv2d_reference<double>, perturb_conv<double>}),
     fast_path(Row<ConvSample<double>>{
+        "conv2d_decomposed fused", "every geometry and groups (round-off: 1x1 products at the kept pixels, then the sum)",
+        1e-12, samples::conv_sample<double>, everywhere,
+        [](const auto& s) {
+          OpCounter counter;
+          return values(conv2d_decomposed(s.x, s.weight, s.bias, s.geometry, ShiftMethod::fused, counter));
+        },
+        conv2d_reference<double>, perturb_conv<double>}),
+    fast_path(Row<ConvSample<double>>{
         "conv2d_decomposed depthwise", "every geometry and groups (round-off: 1x1 products, then the shifts' sum)",
         1e-12, samples::conv_sample<double>, everywhere,
         [](const auto& s) {
