@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <variant>
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xview.hpp>
 
 #include "io/errors.hpp"
 #include "io/npy_check.hpp"
+#include "io/npz.hpp"
 #include "proof/batch_read.hpp"
 #include "proof/tensor_source.hpp"
 #include "io/quote.hpp"
@@ -56,6 +58,38 @@ bool WidenedFloat32::active() { return widened_float32; }
 
 namespace {
 
+// The tensors prefetch_case_tensors read for the case about to run, each under
+// a key naming the file (path, size, modification time), the entry, the dtype
+// and the digest the loader recorded, which the values were checked against.
+struct Prefetched {
+  std::mutex mutex;
+  std::map<std::string, std::variant<xt::xarray<float>, xt::xarray<double>>> tensors;
+};
+
+Prefetched& prefetched() {
+  static Prefetched cache;
+  return cache;
+}
+
+// The key of `key`'s tensor of c (read as float32 or not), or "" without a loaded digest.
+std::string prefetch_key(const Case& c, const std::string& key, bool float32, std::string* path_out = nullptr,
+                         TensorSource* source_out = nullptr) {
+  const TensorSource source = tensor_source(c.weights.at(key));
+  const std::string path = source_path(c.file, source);
+  const json loaded = c.provenance.value(key, json::object());
+  const char* digest_key = source.entry.empty() ? "sha256" : "entry_sha256";
+  if (!loaded.contains(digest_key) || !loaded[digest_key].is_string()) return "";
+  std::error_code error;
+  const auto size = fs::file_size(path, error);
+  if (error) return "";
+  const auto time = fs::last_write_time(path, error).time_since_epoch().count();
+  if (error) return "";
+  if (path_out) *path_out = path;
+  if (source_out) *source_out = source;
+  return path + "|" + std::to_string(size) + "|" + std::to_string(time) + "|" + source.entry + "|" +
+         (float32 ? "f4" : "f8") + "|" + loaded[digest_key].get<std::string>();
+}
+
 // The tensor of `key` as the file holds it (a batch: every sample), its digest
 // checked against the provenance the loader recorded.
 template <class T>
@@ -63,6 +97,18 @@ xt::xarray<T> read_case_tensor(const Case& c, const std::string& key, const std:
   const std::string where = c.file + ": case '" + clip(c.name) + "': key '" + clip("weights." + key) + "': ";
   NpyTensor<T> tensor;
   TensorSource source;
+  if (!(std::is_same_v<T, double> && WidenedFloat32::active())) try {
+      const std::string id = prefetch_key(c, key, std::is_same_v<T, float>);
+      Prefetched& cache = prefetched();
+      const std::lock_guard<std::mutex> lock(cache.mutex);
+      if (const auto found = cache.tensors.find(id); !id.empty() && found != cache.tensors.end() &&
+                                                     std::holds_alternative<xt::xarray<T>>(found->second)) {
+        const auto& held = std::get<xt::xarray<T>>(found->second);
+        if (std::equal(file_shape.begin(), file_shape.end(), held.shape().begin(), held.shape().end())) return held;
+      }
+    } catch (const std::exception&) {
+      // read it below, where a problem is reported
+    }
   try {
     source = tensor_source(c.weights.at(key));
     if constexpr (std::is_same_v<T, double>) {
@@ -109,6 +155,46 @@ xt::xarray<T> load_case_tensor(const Case& c, const std::string& key, const std:
   };
   if (!usable()) found = batch->read.insert_or_assign(id, read_case_tensor<T>(c, key, file_shape)).first;
   return xt::xarray<T>(xt::view(std::get<xt::xarray<T>>(found->second), c.sample));
+}
+
+void prefetch_case_tensors(const Case& c, std::uint64_t max_bytes) {
+  Prefetched& cache = prefetched();
+  const std::lock_guard<std::mutex> lock(cache.mutex);
+  std::map<std::string, std::variant<xt::xarray<float>, xt::xarray<double>>> next;
+  try {
+    const bool float32 = c.params.value("dtype", std::string("float64")) == "float32";
+    std::uint64_t total = 0;
+    for (const auto& [key, value] : c.weights.items()) {
+      std::string path;
+      TensorSource source;
+      const std::string id = prefetch_key(c, key, float32, &path, &source);
+      if (id.empty()) continue;
+      if (const auto found = cache.tensors.find(id); found != cache.tensors.end()) {
+        next.insert(cache.tensors.extract(found));
+        continue;
+      }
+      // What the values take, from the entry's (or file's) size: refused before reading past the bound.
+      std::uint64_t bytes = 0;
+      if (source.entry.empty()) {
+        bytes = fs::file_size(path);
+      } else {
+        for (const auto& entry : read_npz_directory(path))
+          if (entry.name == source.entry) bytes = entry.size;
+      }
+      if (bytes == 0 || (total += bytes) > max_bytes) break;
+      const std::string digest = c.provenance[key][source.entry.empty() ? "sha256" : "entry_sha256"].get<std::string>();
+      if (float32) {
+        NpyTensor<float> t = read_tensor_source<float>(c.file, source, std::nullopt);
+        if (t.digest.sha256 == digest) next.emplace(id, std::move(t.values));
+      } else {
+        NpyTensor<double> t = read_tensor_source<double>(c.file, source, std::nullopt);
+        if (t.digest.sha256 == digest) next.emplace(id, std::move(t.values));
+      }
+    }
+  } catch (const std::exception&) {
+    // the case reads it itself and reports the problem
+  }
+  cache.tensors = std::move(next);
 }
 
 template <class T>

@@ -18,6 +18,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "proof/npy.hpp"
 #include "run/resources.hpp"
 #include "parallel/threads.hpp"
 
@@ -192,6 +193,8 @@ int execute_cases(const std::vector<Case>& cases, const RunOptions& options,
       if (!running.empty() && options.max_memory > 0 && memory_in_use + memory > options.max_memory) break;
       int fds[2];
       if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("cannot create a pipe: ") + std::strerror(errno));
+      // Its tensors read here, once, and shared with the process (<= 256 MiB; proof/npy.hpp).
+      prefetch_case_tensors(cases[next], std::uint64_t(256) << 20);
       std::cout.flush(), std::cerr.flush();
       const pid_t parent = getpid();
       const double parent_resident = anonymous_resident_bytes();

@@ -198,7 +198,7 @@ Values swin_reference(const SwinSample& s) {
 // The convolution as ACmix decomposes it (1x1 products, then the shifts' sum), by either shift.
 FastPath decomposed_row(const char* name, ShiftMethod method) {
   return fast_path(Row<ConvSample<double>>{
-      name, "every geometry and groups (round-off: 1x1 products, then the shifts' sum)", 1e-12,
+      name, "every geometry and groups (round-off: 1x1 products, then the shifts' sum at the kept pixels)", 1e-12,
       samples::conv_sample<double>, everywhere,
       [method](const auto& s) {
         OpCounter counter;
@@ -353,6 +353,7 @@ const FastPath fast_paths[] = {
         swin_reference, perturb_v<SwinSample>}),
     // src/acmix/: the decomposition, Stage I and the module's two paths.
     decomposed_row("conv2d_decomposed tensor_shift", ShiftMethod::tensor_shift),
+    decomposed_row("conv2d_decomposed fused", ShiftMethod::fused),
     decomposed_row("conv2d_decomposed depthwise", ShiftMethod::depthwise),
     fast_path(Row<ConvSample<double>>{
         "pointwise_conv", "every 1x1 convolution with groups (round-off: BLAS's order of the sum)", 1e-12,

@@ -4,6 +4,8 @@
 
 #include "acmix/conv_decomposition.hpp"
 #include "acmix/shift.hpp"
+#include <algorithm>
+#include <xtensor/xmath.hpp>
 #include "metrics/compare.hpp"
 #include "tensor/random.hpp"
 
@@ -51,6 +53,13 @@ TEST_CASE("k1*k2 1x1 convolutions + shifts + sum equal the convolution", "[acmix
   CHECK(compare(by_shift, expected).max_abs < 1e-13);
   // The one-hot depthwise shift moves the same numbers: both decompositions are bit-identical.
   CHECK(compare(by_depthwise, by_shift).max_abs == 0.0);
+  // Fused (Stage I only at the kept pixels, added in place): the same sums, counted as tensor_shift counts them.
+  OpCounter fused_count;
+  const Image<double> fused = conv2d_decomposed(x, w, b, g, ShiftMethod::fused, fused_count);
+  REQUIRE(fused.shape() == expected.shape());
+  CHECK(compare(fused, by_shift).max_abs <= 1e-14 * std::max(1.0, double(xt::amax(xt::abs(by_shift))())));
+  CHECK(fused_count.total("stage1") == tensor_count.total("stage1"));
+  CHECK(fused_count.total("stage2") == tensor_count.total("stage2"));
 
   // Stage I ran k1*k2 products of C_out x C_in by C_in x (H*W) on the (padded, for non-zero modes) input.
   const Image<double> source = cfg.mode == PaddingMode::zeros ? x : pad(x, cfg.padding, cfg.mode);
