@@ -198,7 +198,7 @@ Values swin_reference(const SwinSample& s) {
 // The convolution as ACmix decomposes it (1x1 products, then the shifts' sum), by either shift.
 FastPath decomposed_row(const char* name, ShiftMethod method) {
   return fast_path(Row<ConvSample<double>>{
-      name, "every geometry and groups (round-off: 1x1 products, then the shifts' sum at the kept pixels)", 1e-12,
+      name, "every geometry and groups (round-off: 1x1 products, then the shifts' sum)", 1e-12,
       samples::conv_sample<double>, everywhere,
       [method](const auto& s) {
         OpCounter counter;
