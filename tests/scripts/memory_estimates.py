@@ -14,6 +14,10 @@
    case, key and estimate named, no report written, within seconds: nothing
    allocated): ConViT's under the default --max-memory and 4G, the nearest
    convolution's under 4G and 1G.
+
+Under AddressSanitizer (ASAN_OPTIONS set, .ci/sanitize.sh) a process's resident
+set holds the sanitizer's shadow memory and quarantine, which no estimate counts:
+part 1 then runs one case file and checks only that the fields are there.
 """
 import json
 import os
@@ -38,8 +42,12 @@ def check(condition, message):
 
 
 # 1. Every case of cases/, its estimate against its peak.
+sanitized = "ASAN_OPTIONS" in os.environ
 out = os.path.join(work, "all")
-run = subprocess.run([attnconv, "run", os.path.join(source, "cases"), "--jobs", "2", "--out", out, "--quiet"],
+cases = os.path.join(source, "cases", "lemma1.json") if sanitized else os.path.join(source, "cases")
+if sanitized:
+    print("AddressSanitizer: peaks include its shadow memory; checking only that the fields are recorded")
+run = subprocess.run([attnconv, "run", cases, "--jobs", "2", "--out", out, "--quiet"],
                      capture_output=True, text=True)
 check(run.returncode in (0, 1), f"attnconv run cases: exit {run.returncode}: {run.stderr[-2000:]}")
 with open(os.path.join(out, "report.json")) as f:
@@ -51,6 +59,9 @@ for case in report["cases"]:
         check(False, f"{name}: no peak_memory or memory_estimate in its entry ({case['status']})")
         continue
     peak, estimate = case["peak_memory"], case["memory_estimate"]
+    check(peak > 0 and estimate > 0, f"{name}: peak_memory {peak}, memory_estimate {estimate}")
+    if sanitized:
+        continue
     check(estimate >= peak, f"{name} ({proof}): estimate {estimate / MiB:.1f} MiB below the peak {peak / MiB:.1f} MiB")
     check(estimate <= max(4 * peak, peak + SLACK),
           f"{name} ({proof}): estimate {estimate / MiB:.1f} MiB above max(4 x peak, peak + 64 MiB), "
