@@ -98,8 +98,8 @@ std::vector<FigureData> figures(const Case& c, const GaussianParams& p, const js
 }
 
 double memory_estimate(const Case& c, const GaussianParams& p) {
-  const double d = double(p.hidden_size);
-  return trained_memory(c, double(tokens_of(p)), d, double(p.heads), double(tokens_of(p)), largest_kernel(p.kernel, p.grid)) +
+  const double d = double(p.hidden_size), t = double(tokens_of(p));
+  return trained_memory(c, t, d, double(p.heads), t, largest_kernel(p.kernel, p.grid)) +
          8 * double(p.heads) * d * d * 3;  // W_val = I, W_out and the head maps
 }
 

@@ -21,24 +21,13 @@ part 1 then runs one case file and checks only that the fields are there.
 """
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
+
+from cli_check import binary as attnconv, check, finish, load, source, work
 
 MiB = 2**20
 SLACK = 64 * MiB
-
-attnconv, source, work = sys.argv[1:4]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL:", message)
 
 
 # 1. Every case of cases/, its estimate against its peak.
@@ -50,8 +39,7 @@ if sanitized:
 run = subprocess.run([attnconv, "run", cases, "--jobs", "2", "--out", out, "--quiet"],
                      capture_output=True, text=True)
 check(run.returncode in (0, 1), f"attnconv run cases: exit {run.returncode}: {run.stderr[-2000:]}")
-with open(os.path.join(out, "report.json")) as f:
-    report = json.load(f)
+report = load(os.path.join(out, "report.json"))
 worst = {}
 for case in report["cases"]:
     name, proof = case["name"], case["proof"]
@@ -107,5 +95,4 @@ for case, limits in examples["cases"]:
         check(not os.path.exists(os.path.join(refused_out, "report.json")), f"{case['name']} {limit}: a report was written")
         check(seconds < 5, f"{case['name']} {limit}: took {seconds:.1f} s to refuse")
 
-print(f"{len(report['cases'])} cases, {len(failures)} failures")
-sys.exit(1 if failures else 0)
+finish(f"{len(report['cases'])} cases")
