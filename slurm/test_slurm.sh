@@ -156,7 +156,7 @@ done
 /usr/bin/python3 - "$out_dir/merged/report.json" "$work/unsharded/report.json" "$shards" <<'PY'
 import json, sys
 merged, unsharded = (json.load(open(p)) for p in sys.argv[1:3])
-strip = lambda r: [{k: v for k, v in c.items() if k != "seconds"} for c in r["cases"]]
+strip = lambda r: [{k: v for k, v in c.items() if k not in ("seconds", "peak_memory")} for c in r["cases"]]
 assert strip(merged) == strip(unsharded), "the merged report differs from the unsharded run"
 counts = lambda r: {k: r["summary"][k] for k in ("total", "passed", "failed", "errored")}
 assert counts(merged) == counts(unsharded), (counts(merged), counts(unsharded))
