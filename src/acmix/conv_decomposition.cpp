@@ -30,8 +30,9 @@ void add_fused_tap(const Image<T>& source, const Kernel<T>& weight, int p, int q
   const int c_out = int(y.shape(0)), h_out = int(y.shape(1)), w_out = int(y.shape(2));
   const int group_in = int(weight.shape(1)), group_out = c_out / g.groups;
   const int off1 = p * g.dilation[0] - g.padding.top, off2 = q * g.dilation[1] - g.padding.left;
-  const auto [i_lo, i_hi] = kept(off1, g.stride[0], height, h_out);
-  const auto [j_lo, j_hi] = kept(off2, g.stride[1], width, w_out);
+  // Plain variables, not structured bindings: clang 14 cannot capture those in the lambda below.
+  const std::pair<int, int> rows = kept(off1, g.stride[0], height, h_out), cols = kept(off2, g.stride[1], width, w_out);
+  const int i_lo = rows.first, i_hi = rows.second, j_lo = cols.first, j_hi = cols.second;
   const std::size_t nj = std::size_t(j_hi - j_lo), pixels = std::size_t(i_hi - i_lo) * nj;
   if (pixels == 0) return;
   const Matrix<T> w_pq = xt::view(weight, xt::all(), xt::all(), p, q);
