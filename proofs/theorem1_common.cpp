@@ -102,16 +102,22 @@ std::vector<Metric> theorem1_metrics(std::vector<Metric> own) {
 }
 
 template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kernel<T>& w_conv, int heads) {
-  const std::size_t k2 = w_conv.shape(3), positions = w_conv.shape(2) * k2, d_h = layer.head_dim();
+  const std::size_t positions = w_conv.shape(2) * w_conv.shape(3), d_h = layer.head_dim();
+  const std::vector<Matrix<T>> slices = kernel_slices_t(w_conv);
   double total = 0;
-  for (std::size_t h = 0; h < positions; ++h) {
-    const xt::xtensor<double, 2> target =
-        xt::transpose(xt::cast<double>(xt::view(w_conv, xt::all(), xt::all(), h / k2, h % k2)));
-    xt::xtensor<double, 2> diff = -target;
-    if (h < std::size_t(heads))
-      diff += head_weight_product(layer.heads[h].w_val,
-                                  Matrix<T>(xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all())), false);
-    total += double(xt::sum(diff * diff)());
+  for (std::size_t h = 0; h < positions; ++h) {  // |W_val^h W_out^h - M_h|_F^2, M_h = W_conv[:, :, p, q]^T
+    const Matrix<T>& target = slices[h];
+    const xt::xtensor<double, 2> product =
+        h < std::size_t(heads)
+            ? head_weight_product(layer.heads[h].w_val,
+                                  Matrix<T>(xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all())), false)
+            : xt::xtensor<double, 2>(xt::zeros<double>(target.shape()));
+    double sum = 0;
+    for (std::size_t k = 0; k < target.size(); ++k) {
+      const double diff = product.data()[k] - double(target.data()[k]);
+      sum += diff * diff;
+    }
+    total += sum;
   }
   return std::sqrt(total);
 }

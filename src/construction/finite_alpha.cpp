@@ -61,8 +61,12 @@ bool bounded(const std::vector<F>& value_max, const std::vector<F>& abs_max, con
   out = {std::vector<double>(value_max.size()), std::vector<double>(abs_max.size())};
   bool finite = true;
   for (std::size_t h = 0; h < abs_max.size(); ++h) {
-    const auto block = xt::view(b, xt::all(), xt::range(h * block_cols, std::min(b.shape(1), (h + 1) * block_cols)));
-    if (std::all_of(block.begin(), block.end(), [](double v) { return v == 0; })) continue;  // a silent head: exactly 0
+    const std::size_t first = h * block_cols, last = std::min(b.shape(1), (h + 1) * block_cols);
+    bool silent = true;  // a silent head: exactly 0
+    for (std::size_t i = 0; i < b.shape(0) && silent; ++i)
+      silent = std::all_of(b.data() + i * b.shape(1) + first, b.data() + i * b.shape(1) + last,
+                           [](double v) { return v == 0; });
+    if (silent) continue;
     out.abs[h] = (double(abs_max[h]) + 2 * k * eta) * margin;
     out.value[h] = (double(value_max[h]) + (2 * (k + 3) * u + 2 * (d_h + 1) * u64) * out.abs[h] + 2 * k * eta) * rounding;
     finite = finite && std::isfinite(out.abs[h]) && std::isfinite(out.value[h]);
@@ -110,10 +114,24 @@ Scales scales(const Matrix<T>& x, const xt::xtensor<double, 2>& m, const xt::xte
 namespace {
 // m = [I, 0] (rows <= cols) or [I; 0] (rows >= cols): each entry exactly 1 on the diagonal, 0 elsewhere.
 template <class T> bool padded_identity(const Matrix<T>& m) {
-  for (std::size_t i = 0; i < m.shape(0); ++i)
-    for (std::size_t j = 0; j < m.shape(1); ++j)
-      if (m(i, j) != (i == j ? T(1) : T(0))) return false;
+  const std::size_t cols = m.shape(1);
+  for (std::size_t i = 0; i < m.shape(0); ++i) {
+    const T* row = m.data() + i * cols;
+    for (std::size_t j = 0; j < cols; ++j)
+      if (row[j] != (i == j ? T(1) : T(0))) return false;
+  }
   return true;
+}
+
+// The top-left rows x cols of m in float64, or their magnitudes.
+template <class T> xt::xtensor<double, 2> corner(const Matrix<T>& m, std::size_t rows, std::size_t cols, bool absolute) {
+  xt::xtensor<double, 2> out({rows, cols});
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T* in = m.data() + i * m.shape(1);
+    double* row = out.data() + i * cols;
+    for (std::size_t j = 0; j < cols; ++j) row[j] = absolute ? std::abs(double(in[j])) : double(in[j]);
+  }
+  return out;
 }
 }  // namespace
 
@@ -123,8 +141,8 @@ xt::xtensor<double, 2> head_weight_product(const Matrix<T>& w_val, const Matrix<
   const auto magnitude = [absolute](const auto& a) -> xt::xtensor<double, 2> {
     return absolute ? xt::xtensor<double, 2>(xt::abs(xt::cast<double>(a))) : xt::xtensor<double, 2>(xt::cast<double>(a));
   };
-  if (d_h >= d_out && padded_identity(w_out_block)) return magnitude(xt::view(w_val, xt::all(), xt::range(0, d_out)));
-  if (d_h >= d_in && padded_identity(w_val)) return magnitude(xt::view(w_out_block, xt::range(0, d_in), xt::all()));
+  if (d_h >= d_out && padded_identity(w_out_block)) return corner(w_val, d_in, d_out, absolute);
+  if (d_h >= d_in && padded_identity(w_val)) return corner(w_out_block, d_in, d_out, absolute);
   return xt::linalg::dot(magnitude(w_val), magnitude(w_out_block));
 }
 
@@ -221,10 +239,14 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
   // so that each chunk of tokens is multiplied once for all heads (mhsa/blas.hpp).
   const std::size_t heads = layer.heads.size(), d_in = layer.in_dim(), d_out = layer.out_dim();
   xt::xtensor<double, 2> m_all = xt::zeros<double>({d_in, heads * d_out}), m_abs_all = m_all;
+  const auto put = [&](xt::xtensor<double, 2>& all, const xt::xtensor<double, 2>& block, std::size_t h) {
+    for (std::size_t i = 0; i < d_in; ++i)  // columns h D_out ... (h+1) D_out
+      std::copy_n(block.data() + i * d_out, d_out, all.data() + i * heads * d_out + h * d_out);
+  };
   for (std::size_t h = 0; h < heads; ++h) {
     const Matrix<T> w_out = xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all());
-    xt::view(m_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = head_weight_product(layer.heads[h].w_val, w_out, false);
-    xt::view(m_abs_all, xt::all(), xt::range(h * d_out, (h + 1) * d_out)) = head_weight_product(layer.heads[h].w_val, w_out, true);
+    put(m_all, head_weight_product(layer.heads[h].w_val, w_out, false), h);
+    put(m_abs_all, head_weight_product(layer.heads[h].w_val, w_out, true), h);
   }
   const Scales scale = scales(tokens, m_all, m_abs_all, d_out, d_h);
   const std::vector<double>& value_scale = scale.value;

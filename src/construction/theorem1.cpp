@@ -1,5 +1,6 @@
 #include "construction/theorem1.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <stdexcept>
@@ -45,13 +46,14 @@ template <class T> std::pair<Matrix<T>, Matrix<T>> factor_slice(const Matrix<T>&
   Matrix<T> w_val = xt::zeros<T>({d_in, d_h});
   Matrix<T> block = xt::zeros<T>({d_h, d_out});
   if (d_h >= d_out) {
-    xt::view(w_val, xt::all(), xt::range(0, d_out)) = m;  // W_val = [W_conv^T, 0]
+    for (std::size_t i = 0; i < d_in; ++i)  // W_val = [W_conv^T, 0]
+      std::copy_n(m.data() + i * d_out, d_out, w_val.data() + i * d_h);
     for (std::size_t k = 0; k < d_out; ++k) block(k, k) = T(1);  // block = [I; 0]
     return {w_val, block};
   }
   if (d_h >= d_in) {
     for (std::size_t k = 0; k < d_in; ++k) w_val(k, k) = T(1);  // W_val = [I, 0]
-    xt::view(block, xt::range(0, d_in), xt::all()) = m;         // block = [W_conv^T; 0]
+    std::copy_n(m.data(), m.size(), block.data());             // block = [W_conv^T; 0]
     return {w_val, block};
   }
   // Truncated SVD in double precision: M = U S V^T, keep the D_h largest.
@@ -92,10 +94,6 @@ template <class T> Vector<T> positional_query(const Theorem1Options& o, std::arr
   throw std::logic_error("positional_query: unknown encoding");
 }
 
-template <class T> Matrix<T> kernel_slice_t(const Kernel<T>& w, std::size_t p, std::size_t q) {
-  return xt::transpose(xt::view(w, xt::all(), xt::all(), p, q));
-}
-
 }  // namespace
 
 template <class T>
@@ -116,6 +114,7 @@ MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<
   layer.encoding = options.encoding;
   layer.w_out = xt::zeros<T>({heads * d_h, d_out});
   layer.b_out = bias ? *bias : Vector<T>(xt::zeros<T>({d_out}));
+  const std::vector<Matrix<T>> slices = kernel_slices_t(w_conv);
   for (std::size_t h = 0; h < heads; ++h) {
     AttentionHead<T> head;
     head.w_qry = xt::zeros<T>({d_in, d_k});
@@ -127,9 +126,9 @@ MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<
     if (h < std::size_t(kernel[0] * kernel[1])) {
       const int p = int(h) / kernel[1], q = int(h) % kernel[1];
       head.v = positional_query<T>(options, target_shift(p, q, kernel, options.dilation), h);
-      auto [w_val, block] = factor_slice(kernel_slice_t(w_conv, std::size_t(p), std::size_t(q)), d_h);
+      auto [w_val, block] = factor_slice(slices[h], d_h);  // h = p K2 + q
       head.w_val = std::move(w_val);
-      xt::view(layer.w_out, xt::range(h * d_h, (h + 1) * d_h), xt::all()) = block;
+      std::copy_n(block.data(), block.size(), layer.w_out.data() + h * d_h * d_out);  // rows h D_h ... (h+1) D_h
     }
     layer.heads.push_back(std::move(head));
   }
@@ -138,12 +137,11 @@ MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<
 
 template <class T> double eckart_young_tail(const Kernel<T>& w_conv, int head_dim) {
   double tail = 0;
-  for (std::size_t p = 0; p < w_conv.shape(2); ++p)
-    for (std::size_t q = 0; q < w_conv.shape(3); ++q) {
-      const xt::xtensor<double, 2> m = xt::cast<double>(kernel_slice_t(w_conv, p, q));
-      const auto sigma = std::get<1>(xt::linalg::svd(m, false, /*compute_uv=*/false));
-      for (std::size_t k = std::size_t(head_dim); k < sigma.shape(0); ++k) tail += sigma(k) * sigma(k);
-    }
+  for (const Matrix<T>& slice : kernel_slices_t(w_conv)) {  // positions (p, q) in row-major order
+    const xt::xtensor<double, 2> m = xt::cast<double>(slice);
+    const auto sigma = std::get<1>(xt::linalg::svd(m, false, /*compute_uv=*/false));
+    for (std::size_t k = std::size_t(head_dim); k < sigma.shape(0); ++k) tail += sigma(k) * sigma(k);
+  }
   return std::sqrt(tail);
 }
 

@@ -5,6 +5,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include <cstddef>
+#include <vector>
 
 namespace attnconv {
 
@@ -18,5 +19,10 @@ template <class T> using Kernel1d = xt::xtensor<T, 3>;  // (C_out, C_in, K)
 // (C, H, W) image -> (H*W, C) token matrix, and back.
 template <class T> Matrix<T> image_to_tokens(const Image<T>& x);
 template <class T> Image<T> tokens_to_image(const Matrix<T>& tokens, std::size_t height, std::size_t width);
+
+// The kernel slices as the MHSA uses them, position p K2 + q at index p K2 + q:
+// W_conv[:, :, p, q]^T, C_in x C_out (Cordonnier et al., Eq. 9: the W_val^h W_out^h
+// of the head for (p, q)). Copies, all made in one pass over the kernel.
+template <class T> std::vector<Matrix<T>> kernel_slices_t(const Kernel<T>& w);
 
 }  // namespace attnconv
