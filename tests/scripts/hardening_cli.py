@@ -65,8 +65,10 @@ check(listed.returncode == 3, f"list into a closed pipe: exit {listed.returncode
 # The lock on --out between two real processes, and SIGHUP (which `run` does
 # not turn into an interrupted report) removing the lock and temporary files.
 slow = os.path.join(work, "slow.json")
-with open(slow, "w") as f:  # seconds (the dense engine on 4096 pixels and 49 heads); stopped by SIGHUP
-    json.dump({"cases": [dict(probe, name="slow", params={"image": [64, 64], "kernel": 7, "in_channels": 2,
+# About 8 s on 2 quiet cores (the dense engine on 16384 pixels and 49 heads; 64x64 took
+# 0.8 s, short enough to end before the second run below looked at the lock); stopped by signals.
+with open(slow, "w") as f:
+    json.dump({"cases": [dict(probe, name="slow", params={"image": [128, 128], "kernel": 7, "in_channels": 2,
                                                          "out_channels": 2, "heads": 49, "head_dim": 2,
                                                          "padding": 3, "engine": "dense"})]}, f)
 out = os.path.join(work, "locked")
