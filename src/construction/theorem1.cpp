@@ -5,7 +5,6 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <xtensor-blas/xlinalg.hpp>
-#include <xtensor/xview.hpp>
 
 #include "tensor/random.hpp"
 
