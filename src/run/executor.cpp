@@ -45,7 +45,15 @@ class StopSignals {
     sigaction(SIGINT, &action, &old_int_);
     sigaction(SIGTERM, &action, &old_term_);
   }
+  // After a stop signal the run writes its interrupted report and exits 128 + that signal: a
+  // second SIGINT or SIGTERM meanwhile is ignored, so it can neither kill the report half-way nor
+  // rename the interruption (SIGKILL, SIGQUIT and SIGHUP still end the process).
   ~StopSignals() {
+    if (stop_signal) {
+      std::signal(SIGINT, SIG_IGN);
+      std::signal(SIGTERM, SIG_IGN);
+      return;
+    }
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
   }

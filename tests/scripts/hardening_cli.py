@@ -87,13 +87,25 @@ check(not os.path.exists(lock), "SIGHUP left the lock behind")
 check(not [n for n in os.listdir(out) if ".tmp." in n], f"SIGHUP left temporary files: {os.listdir(out)}")
 check(os.path.exists(os.path.join(out, "report.journal.jsonl")), "SIGHUP removed the journal (needed by --resume)")
 
-# SIGTERM then SIGINT at once: the first signal names the interruption (exit 143), the second changes nothing.
+# SIGTERM then SIGINT: the first signal names the interruption (exit 143), the second changes nothing.
 out = os.path.join(work, "two_signals")
 first = subprocess.Popen([binary, "run", slow, "--out", out, "--quiet"], stderr=subprocess.DEVNULL)
 deadline = time.monotonic() + 20
 while not os.path.exists(os.path.join(out, "report.journal.jsonl")) and time.monotonic() < deadline:
     time.sleep(0.001)
 first.send_signal(signal.SIGTERM)
+# Two standard signals pending together are delivered lowest number first (SIGINT before SIGTERM), so
+# "first" means first delivered: SIGINT goes once SIGTERM has left the process's pending set.
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    try:
+        with open(f"/proc/{first.pid}/status") as f:
+            pending = int(next(line for line in f if line.startswith("ShdPnd:")).split()[1], 16)
+    except (OSError, StopIteration):
+        break
+    if not pending & (1 << (signal.SIGTERM - 1)):
+        break
+    time.sleep(0.001)
 first.send_signal(signal.SIGINT)
 first.wait(timeout=60)
 check(first.returncode == 143, f"run after SIGTERM then SIGINT: exit {first.returncode}, expected 143")
