@@ -13,7 +13,6 @@
 #include "proof/proof_spec.hpp"
 #include "proof/vacuous.hpp"
 #include "proof/verdict.hpp"
-#include <xtensor/xview.hpp>
 
 namespace attnconv {
 namespace metric {
@@ -51,9 +50,10 @@ template <class T> Outcome verify(const Case& c, const ConvCaseParams& p) {
   const std::array<int, 2> out_size{int(expected.shape(1)), int(expected.shape(2))};
   double shift_max_abs = 0;
   OpCounter scratch;
+  const std::vector<Matrix<T>> slices = kernel_slices(conv.weight);  // W[:, :, p, q] at p K2 + q
   for (int p = 0; p < kernel[0]; ++p)
     for (int q = 0; q < kernel[1]; ++q) {
-      const Matrix<T> w_pq = xt::view(conv.weight, xt::all(), xt::all(), p, q);
+      const Matrix<T>& w_pq = slices[std::size_t(p * kernel[1] + q)];
       const Image<T> g_pq = pointwise_conv(source, w_pq, std::optional<Vector<T>>{}, scratch, "stage1", g.groups);
       const Image<T> by_tensor =
           shift_zero_fill(g_pq, {p * g.dilation[0] - g.padding.top, q * g.dilation[1] - g.padding.left}, g.stride,

@@ -21,21 +21,20 @@ std::pair<int, int> kept(int offset, int s, int size, int n_out) {
   return {lo, std::max(lo, hi)};
 }
 
-// y[:, i, j] += W[:, :, p, q] source[:, i s1 + off1, j s2 + off2] for the (i, j) whose
-// source pixel exists: tensor_shift's g_pq at the pixels its shift keeps, the same
+// y[:, i, j] += w_pq source[:, i s1 + off1, j s2 + off2], w_pq = W[:, :, p, q], for the (i, j)
+// whose source pixel exists: tensor_shift's g_pq at the pixels its shift keeps, the same
 // product (one per group, single-threaded BLAS) on a gathered block of them.
 template <class T>
-void add_fused_tap(const Image<T>& source, const Kernel<T>& weight, int p, int q, const ConvGeometry& g, Image<T>& y) {
+void add_fused_tap(const Image<T>& source, const Matrix<T>& w_pq, int p, int q, const ConvGeometry& g, Image<T>& y) {
   const int c_in = int(source.shape(0)), height = int(source.shape(1)), width = int(source.shape(2));
   const int c_out = int(y.shape(0)), h_out = int(y.shape(1)), w_out = int(y.shape(2));
-  const int group_in = int(weight.shape(1)), group_out = c_out / g.groups;
+  const int group_in = int(w_pq.shape(1)), group_out = c_out / g.groups;
   const int off1 = p * g.dilation[0] - g.padding.top, off2 = q * g.dilation[1] - g.padding.left;
   // Plain variables, not structured bindings: clang 14 cannot capture those in the lambda below.
   const std::pair<int, int> rows = kept(off1, g.stride[0], height, h_out), cols = kept(off2, g.stride[1], width, w_out);
   const int i_lo = rows.first, i_hi = rows.second, j_lo = cols.first, j_hi = cols.second;
   const std::size_t nj = std::size_t(j_hi - j_lo), pixels = std::size_t(i_hi - i_lo) * nj;
   if (pixels == 0) return;
-  const Matrix<T> w_pq = xt::view(weight, xt::all(), xt::all(), p, q);
   constexpr std::size_t block = 256;  // output pixels per product: fixed, so the numbers do not depend on threads
   const std::size_t blocks = (pixels + block - 1) / block;
   std::vector<std::vector<T>> scratch(parallel_threads(blocks));
@@ -87,16 +86,17 @@ Image<T> conv2d_decomposed(const Image<T>& x, const Kernel<T>& weight, const std
   Image<T> y = xt::zeros<T>({c_out, std::size_t(h_out), std::size_t(w_out)});
   if (bias)
     for (std::size_t o = 0; o < c_out; ++o) xt::view(y, o, xt::all(), xt::all()) = (*bias)(o);
+  const std::vector<Matrix<T>> slices = kernel_slices(weight);  // W[:, :, p, q] at p K2 + q
   for (int p = 0; p < kernel[0]; ++p)
     for (int q = 0; q < kernel[1]; ++q) {
+      const Matrix<T>& w_pq = slices[std::size_t(p * kernel[1] + q)];
       if (method == ShiftMethod::fused) {
-        add_fused_tap(source, weight, p, q, g, y);
+        add_fused_tap(source, w_pq, p, q, g, y);
         counter.add("stage1.projection", std::int64_t(c_out) * std::int64_t(weight.shape(1)) *
                                              std::int64_t(source.shape(1)) * std::int64_t(source.shape(2)));
         counter.add("stage2.shift_sum", std::int64_t(c_out) * h_out * w_out);
         continue;
       }
-      const Matrix<T> w_pq = xt::view(weight, xt::all(), xt::all(), p, q);
       const Image<T> g_pq =
           pointwise_conv(source, w_pq, std::optional<Vector<T>>{}, counter, "stage1.projection", g.groups);
       const Image<T> shifted =

@@ -52,11 +52,29 @@ template <class T> std::vector<Matrix<T>> kernel_slices_t(const Kernel<T>& w) {
   return slices;
 }
 
+template <class T> std::vector<Matrix<T>> kernel_slices(const Kernel<T>& w) {
+  const std::size_t c_out = w.shape(0), c_in = w.shape(1), positions = w.shape(2) * w.shape(3);
+  std::vector<Matrix<T>> slices;
+  for (std::size_t pq = 0; pq < positions; ++pq) slices.emplace_back(std::array<std::size_t, 2>{c_out, c_in});
+  // One pass over w, reading each w[o, i, :, :] once: blocks of 16 output channels on the engine threads.
+  constexpr std::size_t block = 16;
+  parallel_for((c_out + block - 1) / block, [&](std::size_t chunk, std::size_t) {
+    const std::size_t o0 = chunk * block, o1 = std::min(c_out, o0 + block);
+    for (std::size_t k = o0 * c_in; k < o1 * c_in; ++k) {
+      const T* taps = w.data() + k * positions;  // w[o, i, :, :], k = o C_in + i
+      for (std::size_t pq = 0; pq < positions; ++pq) slices[pq].data()[k] = taps[pq];
+    }
+  });
+  return slices;
+}
+
 template Matrix<float> image_to_tokens(const Image<float>&);
 template Matrix<double> image_to_tokens(const Image<double>&);
 template Image<float> tokens_to_image(const Matrix<float>&, std::size_t, std::size_t);
 template Image<double> tokens_to_image(const Matrix<double>&, std::size_t, std::size_t);
 template std::vector<Matrix<float>> kernel_slices_t(const Kernel<float>&);
 template std::vector<Matrix<double>> kernel_slices_t(const Kernel<double>&);
+template std::vector<Matrix<float>> kernel_slices(const Kernel<float>&);
+template std::vector<Matrix<double>> kernel_slices(const Kernel<double>&);
 
 }  // namespace attnconv
