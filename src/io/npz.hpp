@@ -33,9 +33,12 @@ constexpr std::uint64_t npz_max_entry_bytes = std::uint64_t(2) << 30;
 // refused after its first bytes when it holds more than its .npy header and
 // the header's shape need (no such entry is inflated: numpy.savez writes none,
 // and the rest is bytes numpy.load ignores); never inflated beyond its claimed
-// size (data that inflates further is corrupt or forged).
+// size (data that inflates further is corrupt or forged). Crc::by_digest leaves
+// out the CRC-32 for a caller that compares the bytes' SHA-256 with a digest of
+// bytes that passed it (a case's tensor read again at run time).
+enum class Crc { check, by_digest };
 std::string read_npz_entry(const std::string& path, const NpzEntry& entry, std::uint64_t max_bytes = npz_max_entry_bytes,
-                           const std::string& limit_name = "");
+                           const std::string& limit_name = "", Crc crc = Crc::check);
 
 // The names of `entries`.
 std::vector<std::string> npz_names(const std::vector<NpzEntry>& entries);

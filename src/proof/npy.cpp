@@ -109,23 +109,26 @@ xt::xarray<T> read_case_tensor(const Case& c, const std::string& key, const std:
     } catch (const std::exception&) {
       // read it below, where a problem is reported
     }
+  // The provenance in the report is the file checked when loading: it must be the one read now
+  // (its SHA-256 compared below, so an entry's CRC-32, checked when loading, is not computed again).
+  const json loaded = c.provenance.value(key, json::object());
   try {
     source = tensor_source(c.weights.at(key));
+    const char* digest_key = source.entry.empty() ? "sha256" : "entry_sha256";
+    const Crc crc = loaded.contains(digest_key) ? Crc::by_digest : Crc::check;
     if constexpr (std::is_same_v<T, double>) {
       if (WidenedFloat32::active()) {
-        NpyTensor<float> narrow = read_tensor_source<float>(c.file, source, file_shape);
+        NpyTensor<float> narrow = read_tensor_source<float>(c.file, source, file_shape, crc);
         tensor = {xt::xarray<double>(xt::cast<double>(narrow.values)), narrow.digest};
       } else {
-        tensor = read_tensor_source<T>(c.file, source, file_shape);
+        tensor = read_tensor_source<T>(c.file, source, file_shape, crc);
       }
     } else {
-      tensor = read_tensor_source<T>(c.file, source, file_shape);
+      tensor = read_tensor_source<T>(c.file, source, file_shape, crc);
     }
   } catch (const std::runtime_error& e) {
     throw InputError(where + e.what());
   }
-  // The provenance in the report is the file checked when loading: it must be the one read now.
-  const json loaded = c.provenance.value(key, json::object());
   const char* digest_key = source.entry.empty() ? "sha256" : "entry_sha256";
   if (loaded.contains(digest_key) && loaded[digest_key] != tensor.digest.sha256)
     throw InputError(where + clip(source_path(c.file, source), PATH_MAX) +
@@ -183,11 +186,11 @@ void prefetch_case_tensors(const Case& c, std::uint64_t max_bytes) {
       }
       if (bytes == 0 || (total += bytes) > max_bytes) break;
       const std::string digest = c.provenance[key][source.entry.empty() ? "sha256" : "entry_sha256"].get<std::string>();
-      if (float32) {
-        NpyTensor<float> t = read_tensor_source<float>(c.file, source, std::nullopt);
+      if (float32) {  // kept only when its SHA-256 is the loader's: so no CRC-32 again
+        NpyTensor<float> t = read_tensor_source<float>(c.file, source, std::nullopt, Crc::by_digest);
         if (t.digest.sha256 == digest) next.emplace(id, std::move(t.values));
       } else {
-        NpyTensor<double> t = read_tensor_source<double>(c.file, source, std::nullopt);
+        NpyTensor<double> t = read_tensor_source<double>(c.file, source, std::nullopt, Crc::by_digest);
         if (t.digest.sha256 == digest) next.emplace(id, std::move(t.values));
       }
     }

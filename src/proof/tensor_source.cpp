@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -23,7 +24,8 @@ namespace {
 // The entry named `name` of the .npz at `path`; throws std::runtime_error
 // starting with the path.
 std::string npz_entry_bytes(const std::string& path, const std::string& name, std::uint64_t max_bytes = npz_max_entry_bytes,
-                            const std::string& limit_name = "", std::uint64_t* read_bytes = nullptr) {
+                            const std::string& limit_name = "", std::uint64_t* read_bytes = nullptr,
+                            Crc crc = Crc::check) {
   const std::string shown = clip(path, PATH_MAX);
   std::vector<NpzEntry> entries;
   try {
@@ -34,7 +36,7 @@ std::string npz_entry_bytes(const std::string& path, const std::string& name, st
   for (const auto& entry : entries)
     if (entry.name == name) try {
         if (read_bytes) *read_bytes = entry.size + (entry.method == 8 ? entry.compressed_size : 0);
-        return read_npz_entry(path, entry, max_bytes, limit_name);
+        return read_npz_entry(path, entry, max_bytes, limit_name, crc);
       } catch (const std::runtime_error& e) {
         throw std::runtime_error(shown + " " + e.what());
       }
@@ -74,11 +76,24 @@ FileDigest cached_file_digest(const std::string& path) {
   const auto time = fs::last_write_time(path, error).time_since_epoch().count();
   const std::string key = fs::weakly_canonical(fs::absolute(path), error).string() + "|" + std::to_string(size) + "|" +
                           std::to_string(time);
+  // The first caller hashes, outside the lock; any other waits for its result (or its error).
   static std::mutex mutex;
-  static std::map<std::string, FileDigest> digests;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (const auto found = digests.find(key); found != digests.end()) return found->second;
-  return digests.emplace(key, file_digest(path)).first->second;
+  static std::map<std::string, std::shared_future<FileDigest>> digests;
+  std::promise<FileDigest> promise;
+  std::shared_future<FileDigest> digest;
+  bool first = false;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto [found, inserted] = digests.try_emplace(key);
+    if (inserted) found->second = promise.get_future().share(), first = true;
+    digest = found->second;
+  }
+  if (first) try {
+      promise.set_value(file_digest(path));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+    }
+  return digest.get();
 }
 
 FileDigest file_digest(const std::string& path) {
@@ -128,15 +143,16 @@ SourceCheck check_tensor_source_within(const std::string& case_file, const Tenso
 
 template <class T>
 NpyTensor<T> read_tensor_source(const std::string& case_file, const TensorSource& source,
-                                const std::optional<std::vector<std::size_t>>& shape) {
+                                const std::optional<std::vector<std::size_t>>& shape, Crc crc) {
   const std::string path = source_path(case_file, source);
   if (source.entry.empty()) return read_npy_file<T>(path, shape);
-  return read_npy_bytes<T>(npz_entry_bytes(path, source.entry), entry_label(path, source.entry), shape);
+  return read_npy_bytes<T>(npz_entry_bytes(path, source.entry, npz_max_entry_bytes, "", nullptr, crc),
+                           entry_label(path, source.entry), shape);
 }
 
 template NpyTensor<float> read_tensor_source(const std::string&, const TensorSource&,
-                                             const std::optional<std::vector<std::size_t>>&);
+                                             const std::optional<std::vector<std::size_t>>&, Crc);
 template NpyTensor<double> read_tensor_source(const std::string&, const TensorSource&,
-                                              const std::optional<std::vector<std::size_t>>&);
+                                              const std::optional<std::vector<std::size_t>>&, Crc);
 
 }  // namespace attnconv

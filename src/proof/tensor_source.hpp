@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/npy_check.hpp"
+#include "io/npz.hpp"
 #include "proof/proof.hpp"
 
 namespace attnconv {
@@ -42,15 +43,17 @@ SourceCheck check_tensor_source(const std::string& case_file, const TensorSource
                                 const std::optional<std::vector<std::size_t>>& shape);
 
 // The source's tensor, under the rules of read_npy_file; `digest` is of the
-// .npy bytes read (an .npz: of the entry). Throws std::runtime_error.
+// .npy bytes read (an .npz: of the entry; Crc::by_digest: the caller compares it
+// with the digest the loader recorded, io/npz.hpp). Throws std::runtime_error.
 template <class T>
 NpyTensor<T> read_tensor_source(const std::string& case_file, const TensorSource& source,
-                                const std::optional<std::vector<std::size_t>>& shape);
+                                const std::optional<std::vector<std::size_t>>& shape, Crc crc = Crc::check);
 
 // Size and SHA-256 of the whole file at `path`, read in blocks.
 FileDigest file_digest(const std::string& path);
 // file_digest, once per file (path, size and modification time) in a process:
-// the cases of a network share one state_dict.
+// the cases of a network share one state_dict. Thread-safe: a call while another
+// thread hashes the same file waits for that result.
 FileDigest cached_file_digest(const std::string& path);
 
 }  // namespace attnconv
