@@ -192,6 +192,7 @@ Outcome construction_outcome(const Request& request, const Theorem1Check<T>& che
 }
 
 template <class T> std::vector<NamedTensor> head_weight_tensors(const MhsaLayer<T>& layer) {
+  if (!DumpedTensors::wanted()) return {};
   const std::size_t heads = layer.heads.size();
   xt::xarray<T> w_val = xt::zeros<T>({heads, layer.in_dim(), layer.head_dim()});
   for (std::size_t h = 0; h < heads; ++h) xt::view(w_val, h) = layer.heads[h].w_val;
@@ -199,6 +200,7 @@ template <class T> std::vector<NamedTensor> head_weight_tensors(const MhsaLayer<
 }
 
 template <class T> std::vector<NamedTensor> mhsa_layer_tensors(const MhsaLayer<T>& layer) {
+  if (!DumpedTensors::wanted()) return {};
   const AttentionHead<T>& first = layer.heads.front();
   const std::size_t heads = layer.heads.size(), d_k = first.w_qry.shape(1), d_p = first.w_key_hat.shape(1);
   xt::xarray<T> w_qry = xt::zeros<T>({heads, layer.in_dim(), d_k}), w_key = w_qry;

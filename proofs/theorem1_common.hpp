@@ -133,7 +133,8 @@ Outcome construction_outcome(const Request& request, const Theorem1Check<T>& che
                              const std::string& engine);
 
 // A layer's per-head weights for --dump-tensors: w_val (N_h, D_in, D_h),
-// w_out (N_h D_h, D_out), b_out (D_out) (Eq. 8: MHSA(X) = concat_h(SA_h(X)) W_out + b_out).
+// w_out (N_h D_h, D_out), b_out (D_out) (Eq. 8: MHSA(X) = concat_h(SA_h(X)) W_out + b_out);
+// none outside a dump (DumpedTensors, proof/proof.hpp), as for mhsa_layer_tensors.
 template <class T> std::vector<NamedTensor> head_weight_tensors(const MhsaLayer<T>& layer);
 
 // The whole layer of Eq. 8 (mhsa/mhsa_layer.hpp) for --dump-tensors: w_qry,

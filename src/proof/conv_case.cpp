@@ -40,6 +40,7 @@ template <class T> ConvCase<T> conv_case_tensors(const Case& c, const ConvCasePa
 }
 
 template <class T> std::vector<NamedTensor> conv_case_dump(const ConvCase<T>& conv) {
+  if (!DumpedTensors::wanted()) return {};
   return {{"input", xt::xarray<T>(conv.input)},
           {"conv_weight", xt::xarray<T>(conv.weight)},
           {"conv_bias", xt::xarray<T>(conv.bias ? *conv.bias : Vector<T>(xt::zeros<T>({conv.weight.shape(0)})))}};

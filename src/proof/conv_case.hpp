@@ -47,7 +47,8 @@ template <class T> struct ConvCase {
 
 template <class T> ConvCase<T> conv_case_tensors(const Case& c, const ConvCaseParams& p);
 
-// input, conv_weight, conv_bias (zeros without bias), for the tensor dump.
+// input, conv_weight, conv_bias (zeros without bias), for the tensor dump; none
+// outside one (DumpedTensors, proof/proof.hpp).
 template <class T> std::vector<NamedTensor> conv_case_dump(const ConvCase<T>& conv);
 
 }  // namespace attnconv

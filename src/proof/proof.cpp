@@ -7,6 +7,14 @@
 namespace attnconv {
 
 namespace {
+thread_local bool dumped_tensors = true;
+}  // namespace
+
+DumpedTensors::DumpedTensors(bool wanted) : previous_(dumped_tensors) { dumped_tensors = wanted; }
+DumpedTensors::~DumpedTensors() { dumped_tensors = previous_; }
+bool DumpedTensors::wanted() { return dumped_tensors; }
+
+namespace {
 std::map<std::string, ProofDef>& registry() {
   static std::map<std::string, ProofDef> proofs;  // constructed on first use: safe from static initialisers
   return proofs;

@@ -106,6 +106,25 @@ struct Outcome {
   std::string reference_tensor = "expected";
 };
 
+// While a DumpedTensors(false) lives on a thread (a run without --dump-tensors,
+// run/case_run.cpp), the helpers that gather a proof's tensors (proof/case_tensors.hpp,
+// proof/conv_case.hpp, theorem1_common.hpp) give only the outputs a case compares,
+// "expected" and "actual" (the reference_output comparison and the verdict's
+// non-finite check read them), not copies of its inputs and parameters, which only
+// a dump writes. Without one, every tensor (DumpedTensors::wanted() is true).
+class DumpedTensors {
+ public:
+  explicit DumpedTensors(bool wanted);
+  ~DumpedTensors();
+  DumpedTensors(const DumpedTensors&) = delete;
+  DumpedTensors& operator=(const DumpedTensors&) = delete;
+
+  static bool wanted();
+
+ private:
+  bool previous_;
+};
+
 // Sets max_abs and rel_l2, the distances every proof reports.
 inline void set_distance(Outcome& out, const Difference& d) {
   out.set(metric::max_abs, d.max_abs);

@@ -191,6 +191,7 @@ json error_entry(const Case& c, const std::string& message, double seconds) {
 json run_case(const Case& c, const RunOptions& options) {
   json entry = case_entry(c);
   const auto start = std::chrono::steady_clock::now();
+  const DumpedTensors dumped(!options.dump_dir.empty());
   try {
     const CaseResult result = run_verify(c);
     const Outcome& outcome = result.outcome;
