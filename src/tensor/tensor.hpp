@@ -25,7 +25,7 @@ template <class T> Image<T> tokens_to_image(const Matrix<T>& tokens, std::size_t
 // of the head for (p, q)). Copies, all made in one pass over the kernel.
 template <class T> std::vector<Matrix<T>> kernel_slices_t(const Kernel<T>& w);
 // The same slices untransposed, W_conv[:, :, p, q], C_out x C_in (a grouped kernel's
-// C_out x C_in/groups): the 1x1 convolutions of ACmix's Stage I (Pan et al., Eq. 3).
+// C_out x C_in/groups): the 1x1 convolutions of ACmix's Stage I (Pan et al., Sec. 3.1).
 template <class T> std::vector<Matrix<T>> kernel_slices(const Kernel<T>& w);
 
 }  // namespace attnconv
