@@ -226,22 +226,6 @@ void check_weights(Case& c, const ProofDef& proof, WeightsMemo& memo) {
   if (c.weights.contains("input")) keys.push_back("input");
   for (const auto& [key, value] : c.weights.items())
     if (key != "input") keys.push_back(key);
-  // The whole-file SHA-256 of each .npz (for the provenance) on another thread while its entries are checked.
-  for (const std::string& key : keys) try {
-      const TensorSource source = tensor_source(c.weights[key]);
-      if (source.entry.empty()) continue;
-      const std::string path = source_path(c.file, source);
-      if (!memo.digests_ahead.count(path))
-        memo.digests_ahead.emplace(path, std::async(std::launch::async, [path] {
-                                     try {
-                                       cached_file_digest(path);
-                                     } catch (const std::exception&) {
-                                       // reported where the provenance asks for it, below
-                                     }
-                                   }));
-    } catch (const std::exception&) {
-      // a malformed source is reported by the loop below
-    }
   std::uint64_t read_bytes = 0;
   for (const std::string& key : keys) {
     const json& value = c.weights[key];

@@ -7,7 +7,6 @@
 // An .npz names a convolution's kernel and bias as PyTorch does (`weight`,
 // `bias`), every other tensor by the proof's own name, under the prefix;
 // `input` and `reference_output` are read without it.
-#include <future>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,9 +31,6 @@ struct WeightsMemo {
   std::map<std::string, SourceCheck> checks;                  // source|dtype -> its check
   std::map<std::string, std::uint64_t> read_bytes;            // source|dtype -> what reading it took
   double max_memory = 0;  // --max-memory (0: the default): bounds what the .npz entries of one case take to read
-  // Each .npz's whole-file SHA-256 (cached_file_digest), hashed on its own thread while its entries
-  // are checked; waited for when the provenance needs it, and by the destructor.
-  std::map<std::string, std::future<void>> digests_ahead;
 };
 
 // The .npz form: fills c.weights with every entry under c.weights_prefix (and

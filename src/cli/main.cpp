@@ -2,8 +2,6 @@
 // case by case. docs/design.md, "Command line": run / list / proofs; exit 0 all
 // passed, 1 a case failed or errored, 2 bad usage or bad input (nothing run),
 // 3 the cases ran but a result could not be written (the journal kept for --resume).
-#include <malloc.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -125,11 +123,6 @@ int run_command(int argc, char** argv) {
 int main(int argc, char** argv) {
   use_best_blas_kernel(argv);  // before anything runs (parallel/blas_kernel.hpp)
   install_signal_cleanup();
-  // Freed blocks of up to 32 MiB (a case's tokens, weights, products) go back to the heap and are
-  // reused, not unmapped and faulted in again, zero page by zero page, at their next allocation
-  // (glibc's default maps each block over 128 KiB afresh): up to 256 MiB of free heap stays mapped.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   const int code = run_command(argc, argv);
   // list, proofs and schema print to stdout: a closed pipe or a full disk
   // (SIGPIPE is ignored, signal_cleanup.hpp) must not pass for a complete listing

@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -76,24 +75,11 @@ FileDigest cached_file_digest(const std::string& path) {
   const auto time = fs::last_write_time(path, error).time_since_epoch().count();
   const std::string key = fs::weakly_canonical(fs::absolute(path), error).string() + "|" + std::to_string(size) + "|" +
                           std::to_string(time);
-  // The first caller hashes, outside the lock; any other waits for its result (or its error).
   static std::mutex mutex;
-  static std::map<std::string, std::shared_future<FileDigest>> digests;
-  std::promise<FileDigest> promise;
-  std::shared_future<FileDigest> digest;
-  bool first = false;
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    auto [found, inserted] = digests.try_emplace(key);
-    if (inserted) found->second = promise.get_future().share(), first = true;
-    digest = found->second;
-  }
-  if (first) try {
-      promise.set_value(file_digest(path));
-    } catch (...) {
-      promise.set_exception(std::current_exception());
-    }
-  return digest.get();
+  static std::map<std::string, FileDigest> digests;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto found = digests.find(key); found != digests.end()) return found->second;
+  return digests.emplace(key, file_digest(path)).first->second;
 }
 
 FileDigest file_digest(const std::string& path) {

@@ -52,8 +52,7 @@ NpyTensor<T> read_tensor_source(const std::string& case_file, const TensorSource
 // Size and SHA-256 of the whole file at `path`, read in blocks.
 FileDigest file_digest(const std::string& path);
 // file_digest, once per file (path, size and modification time) in a process:
-// the cases of a network share one state_dict. Thread-safe: a call while another
-// thread hashes the same file waits for that result.
+// the cases of a network share one state_dict.
 FileDigest cached_file_digest(const std::string& path);
 
 }  // namespace attnconv
