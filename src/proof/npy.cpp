@@ -71,13 +71,16 @@ Prefetched& prefetched() {
   return cache;
 }
 
+// The provenance key of the loader's digest of a source: of the .npy file, or of the .npz entry.
+const char* digest_key_of(const TensorSource& source) { return source.entry.empty() ? "sha256" : "entry_sha256"; }
+
 // The key of `key`'s tensor of c (read as float32 or not), or "" without a loaded digest.
 std::string prefetch_key(const Case& c, const std::string& key, bool float32, std::string* path_out = nullptr,
                          TensorSource* source_out = nullptr) {
   const TensorSource source = tensor_source(c.weights.at(key));
   const std::string path = source_path(c.file, source);
   const json loaded = c.provenance.value(key, json::object());
-  const char* digest_key = source.entry.empty() ? "sha256" : "entry_sha256";
+  const char* digest_key = digest_key_of(source);
   if (!loaded.contains(digest_key) || !loaded[digest_key].is_string()) return "";
   std::error_code error;
   const auto size = fs::file_size(path, error);
@@ -114,8 +117,7 @@ xt::xarray<T> read_case_tensor(const Case& c, const std::string& key, const std:
   const json loaded = c.provenance.value(key, json::object());
   try {
     source = tensor_source(c.weights.at(key));
-    const char* digest_key = source.entry.empty() ? "sha256" : "entry_sha256";
-    const Crc crc = loaded.contains(digest_key) ? Crc::by_digest : Crc::check;
+    const Crc crc = loaded.contains(digest_key_of(source)) ? Crc::by_digest : Crc::check;
     if constexpr (std::is_same_v<T, double>) {
       if (WidenedFloat32::active()) {
         NpyTensor<float> narrow = read_tensor_source<float>(c.file, source, file_shape, crc);
@@ -129,7 +131,7 @@ xt::xarray<T> read_case_tensor(const Case& c, const std::string& key, const std:
   } catch (const std::runtime_error& e) {
     throw InputError(where + e.what());
   }
-  const char* digest_key = source.entry.empty() ? "sha256" : "entry_sha256";
+  const char* digest_key = digest_key_of(source);
   if (loaded.contains(digest_key) && loaded[digest_key] != tensor.digest.sha256)
     throw InputError(where + clip(source_path(c.file, source), PATH_MAX) +
                      (source.entry.empty() ? "" : " entry '" + clip(source.entry) + "'") +
@@ -185,7 +187,7 @@ void prefetch_case_tensors(const Case& c, std::uint64_t max_bytes) {
           if (entry.name == source.entry) bytes = entry.size;
       }
       if (bytes == 0 || (total += bytes) > max_bytes) break;
-      const std::string digest = c.provenance[key][source.entry.empty() ? "sha256" : "entry_sha256"].get<std::string>();
+      const std::string digest = c.provenance[key][digest_key_of(source)].get<std::string>();
       if (float32) {  // kept only when its SHA-256 is the loader's: so no CRC-32 again
         NpyTensor<float> t = read_tensor_source<float>(c.file, source, std::nullopt, Crc::by_digest);
         if (t.digest.sha256 == digest) next.emplace(id, std::move(t.values));

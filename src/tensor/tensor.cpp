@@ -35,37 +35,35 @@ template <class T> Image<T> tokens_to_image(const Matrix<T>& tokens, std::size_t
   return x;
 }
 
-template <class T> std::vector<Matrix<T>> kernel_slices_t(const Kernel<T>& w) {
+namespace {
+// Every slice w[:, :, p, q] of w, at p K2 + q, as a matrix of `shape` holding entry (o, i) at
+// at(o, i): one pass over w in blocks of 16 output channels, on the engine threads. A copy.
+template <class T, class At>
+std::vector<Matrix<T>> copy_kernel_slices(const Kernel<T>& w, std::array<std::size_t, 2> shape, At at) {
   const std::size_t c_out = w.shape(0), c_in = w.shape(1), positions = w.shape(2) * w.shape(3);
   std::vector<Matrix<T>> slices;
-  for (std::size_t pq = 0; pq < positions; ++pq) slices.emplace_back(std::array<std::size_t, 2>{c_in, c_out});
-  // One pass over w: blocks of 16 output channels (columns of every slice), on the engine threads.
+  for (std::size_t pq = 0; pq < positions; ++pq) slices.emplace_back(shape);
   constexpr std::size_t block = 16;
   parallel_for((c_out + block - 1) / block, [&](std::size_t chunk, std::size_t) {
     const std::size_t o0 = chunk * block, o1 = std::min(c_out, o0 + block);
     for (std::size_t i = 0; i < c_in; ++i)
       for (std::size_t o = o0; o < o1; ++o) {
         const T* taps = w.data() + (o * c_in + i) * positions;  // w[o, i, :, :]
-        for (std::size_t pq = 0; pq < positions; ++pq) slices[pq].data()[i * c_out + o] = taps[pq];
+        for (std::size_t pq = 0; pq < positions; ++pq) slices[pq].data()[at(o, i)] = taps[pq];
       }
   });
   return slices;
 }
+}  // namespace
+
+template <class T> std::vector<Matrix<T>> kernel_slices_t(const Kernel<T>& w) {
+  const std::size_t c_out = w.shape(0), c_in = w.shape(1);
+  return copy_kernel_slices(w, {c_in, c_out}, [c_out](std::size_t o, std::size_t i) { return i * c_out + o; });
+}
 
 template <class T> std::vector<Matrix<T>> kernel_slices(const Kernel<T>& w) {
-  const std::size_t c_out = w.shape(0), c_in = w.shape(1), positions = w.shape(2) * w.shape(3);
-  std::vector<Matrix<T>> slices;
-  for (std::size_t pq = 0; pq < positions; ++pq) slices.emplace_back(std::array<std::size_t, 2>{c_out, c_in});
-  // One pass over w, reading each w[o, i, :, :] once: blocks of 16 output channels on the engine threads.
-  constexpr std::size_t block = 16;
-  parallel_for((c_out + block - 1) / block, [&](std::size_t chunk, std::size_t) {
-    const std::size_t o0 = chunk * block, o1 = std::min(c_out, o0 + block);
-    for (std::size_t k = o0 * c_in; k < o1 * c_in; ++k) {
-      const T* taps = w.data() + k * positions;  // w[o, i, :, :], k = o C_in + i
-      for (std::size_t pq = 0; pq < positions; ++pq) slices[pq].data()[k] = taps[pq];
-    }
-  });
-  return slices;
+  const std::size_t c_out = w.shape(0), c_in = w.shape(1);
+  return copy_kernel_slices(w, {c_out, c_in}, [c_in](std::size_t o, std::size_t i) { return o * c_in + i; });
 }
 
 template Matrix<float> image_to_tokens(const Image<float>&);
