@@ -9,7 +9,8 @@ the mean attention distances). Modules that cannot be mapped are listed, with a 
 fails; a tensor of the wrong shape is exit 2 naming file, case and key. For Gaussian heads, the white-input
 convolution of cordonnier2020.trained_gaussian_attention equals cordonnier2020.nearest_convolution's where the
 attention is the same for every query, and otherwise differs by what the border does to the attention,
-recomputed here.
+recomputed here; the trained proof's kernel K_q at the centre query, the one nearest_convolution reads, equals
+nearest_convolution's for any heads.
 
 Usage: trained_local_attention.py ATTNCONV_BINARY SOURCE_DIR WORK_DIR
 """
@@ -251,6 +252,18 @@ m = np.stack([value_weight[:, i * c:(i + 1) * c] for i in range(heads)])
 recomputed, _ = trained_checks.white_kernel(p, m, h, w, 3, 3)
 check(trained_checks.rel_l2(white, recomputed) <= 1e-12,
       f"white/off-centre: white kernel vs numpy {trained_checks.rel_l2(white, recomputed)}")
+# nearest_convolution reads the attention of one query, the image's centre ((H-1)/2, (W-1)/2): the trained
+# proof's own K_q at that query, from its dumped attention, is the analytic kernel to round-off for any heads.
+qc1, qc2 = (h - 1) // 2, (w - 1) // 2
+centre = np.zeros_like(nearest)
+for a in range(3):
+    for b in range(3):
+        key = (qc1 + a - 1) * w + (qc2 + b - 1)
+        centre[:, :, a, b] = np.einsum("h,hoi->oi", p[0, :, qc1 * w + qc2, key], m)
+centre_gap = np.abs(centre - nearest).max()
+print(f"K_q at the centre query vs nearest_convolution, off-centre heads: max |difference| {centre_gap:.3g}")
+check(centre_gap <= 1e-14 * max(1.0, np.abs(nearest).max()),
+      f"white/off-centre: K_q at the centre query differs from nearest_convolution's kernel by {centre_gap}")
 gap = trained_checks.rel_l2(white, nearest)
 print(f"white-input vs nearest_convolution, off-centre heads on a {h}x{w} grid: rel_l2 {gap:.3g} (a finding: the "
       "border queries' attention is renormalised over fewer keys)")
