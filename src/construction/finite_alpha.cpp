@@ -174,9 +174,25 @@ bool FiniteAlphaBound::exact_scores(double at_alpha) const {
   return true;
 }
 
+double FiniteAlphaBound::effective_keys(double at_alpha) const {
+  // n_eff of (a), finite_alpha.hpp: the smallest count over the boxes of half-side R - 1.
+  const double a = at_alpha * lambda_min;
+  double best = keys;
+  if (!concentrated || !(a > 0) || !(unit_roundoff > 0)) return best;
+  double s_r = 0;  // sum_{0 < n < R} e^{-a n^2}
+  for (double r = 1;; ++r) {
+    const double big = (2 * r - 1) * (2 * r - 1);
+    if (!(2 * big + 4 < best)) return best;  // a larger box only counts more
+    const double t = std::exp(-a * r * r) / -std::expm1(-a * (2 * r + 1));  // >= sum_{n>=R} e^{-a n^2}
+    const double tail = 4 * t * (1 + 2 * s_r + t);
+    best = std::min(best, 2 * big + 4 + tail * (1 / unit_roundoff + keys));
+    s_r += std::exp(-a * r * r);
+  }
+}
+
 double FiniteAlphaBound::roundoff(double at_alpha) const {
   const double u = unit_roundoff;
-  const double sums = 2 * u * longest_sum * abs_scale;  // (a)
+  const double sums = 2 * u * (longest_sum - keys + effective_keys(at_alpha)) * abs_scale;  // (a)
   if (exact_scores(at_alpha)) return sums;
   // (b): see finite_alpha.hpp.
   const int d_p = encoding_dim(encoding);
@@ -233,7 +249,9 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
   b.encoding = layer.encoding;
   b.span = {int(height), int(width)};
   const std::size_t d_h = layer.head_dim();
-  b.longest_sum = double(height * width + conv_terms + layer.heads.size() * d_h + layer.in_dim() + 1);
+  b.keys = double(height * width);
+  b.longest_sum = b.keys + double(conv_terms + layer.heads.size() * d_h + layer.in_dim() + 1);
+  b.concentrated = true;
   b.abs_scale = double(xt::amax(xt::abs(xt::cast<double>(layer.b_out)))());
   // Every head's W_val^h W_out^h and |W_val^h| |W_out^h| side by side (D_in x N_h D_out),
   // so that each chunk of tokens is multiplied once for all heads (mhsa/blas.hpp).
@@ -254,7 +272,9 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
   for (std::size_t h = 0; h < heads; ++h) {
     b.head_scale += value_scale[h];
     b.abs_scale += abs_value_scale[h];
-    if (h < targets.size() && targets[h] && abs_value_scale[h] > 0) {
+    const bool targeted = h < targets.size() && targets[h];
+    if (!targeted && !(abs_value_scale[h] == 0)) b.concentrated = false;  // a head attending anywhere
+    if (targeted && abs_value_scale[h] > 0) {
       FiniteAlphaBound::Head bh;
       bh.target = *targets[h];
       bh.abs_value_scale = abs_value_scale[h];

@@ -21,6 +21,23 @@
 //       X W_val, concat W_out, the convolution's C_in K1 K2 products, the
 //       bias); each computation errs by at most n u sum|terms|, and sum|terms|
 //       <= abs_scale = |b|_inf + sum_h max_k (|X_k| |W_val^h| |W_out^h|)_inf, so 2 n u abs_scale;
+//       the two sums over the keys (denominator, weighted values) count as n_eff terms
+//       each rather than H_p W_p when every head with a value path has a target
+//       (`concentrated`; our derivation, docs/design.md "Finite alpha"): rounding to
+//       nearest errs by at most min(u |A + B|, |A|, |B|) in an addition A + B (A and B
+//       are representable), and by at most u |c + a b| or |a b| in a fused c + a b. Call a
+//       key big when it lies in the box |delta - Delta|_inf <= R - 1, small otherwise; the
+//       small keys' weights sum to at most tail_R = sum over m in Z^2 outside the box of
+//       e^{-alpha lambda_min |m|^2} = 4 t (1 + 2 s_R + t), t = sum_{n>=R} e^{-alpha lambda_min n^2}
+//       <= e^{-alpha lambda_min R^2} / (1 - e^{-alpha lambda_min (2R+1)}), s_R the sum for
+//       0 < n < R. In any order of summation, the additions that join two parts holding big
+//       keys, or add a big key's product, are at most 2 B_R (B_R = (2R - 1)^2 big keys) and
+//       err by at most u sum|terms| each; every other addition either joins a part of small
+//       keys only (error at most that part, and each small key is in one such part) or
+//       lies inside one (at most u tail_R sum|terms| each, at most H_p W_p of them); the
+//       products err by u |term| each. So a sum over the keys errs by at most
+//       (2 B_R + 1 + tail_R (1/u + H_p W_p)) u sum|terms|, and with the exponential and the
+//       division (3 u more) n_eff = min(H_p W_p, min_R 2 B_R + 4 + tail_R (1/u + H_p W_p)).
 //   (b) scores: the positional score s_k = a . r_delta (a = v W^_key) is a sum of
 //       large terms that cancel (|a_p r_p| grows like alpha |delta|^2). Key k's
 //       exponent s_k - max errs by e_k <= gamma (M(delta) + M(Delta) + 1),
@@ -58,7 +75,9 @@ struct FiniteAlphaBound {
   double lambda_min = 1;       // smallest eigenvalue of the positional precision (1: quadratic encodings)
   double head_scale = 0;       // sum_h max_k |X_k W_val^h W_out^h|_inf
   double abs_scale = 0;        // |b|_inf + sum_h max_k (|X_k| |W_val^h| |W_out^h|)_inf
-  double longest_sum = 0;      // n of (a)
+  double longest_sum = 0;      // n of (a), counting the keys' sums as `keys` terms
+  double keys = 0;             // H_p W_p, the keys of the softmax sums
+  bool concentrated = false;   // every head with a value path has a target Delta
   double unit_roundoff = 0;    // u of the dtype
   int digits = 53;             // mantissa digits of the dtype
   struct Head {
@@ -75,6 +94,7 @@ struct FiniteAlphaBound {
   // and grows like pi / alpha, which would make (b) and the bound vacuous)
   double leak_bound(double at_alpha) const { return std::min(1.0, leak(at_alpha)); }
   double roundoff(double at_alpha) const;      // (a) + (b)
+  double effective_keys(double at_alpha) const;  // n_eff of (a); `keys` unless `concentrated`
   bool exact_scores(double at_alpha) const;    // (b) is zero
   double operator()(double at_alpha) const { return 2 * leak_bound(at_alpha) * head_scale + roundoff(at_alpha); }
 };

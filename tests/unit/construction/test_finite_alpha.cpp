@@ -214,7 +214,7 @@ namespace {
 // of every head, every alpha in full.
 double full_roundoff(const FiniteAlphaBound& b, double at_alpha) {
   const double u = b.unit_roundoff;
-  const double sums = 2 * u * b.longest_sum * b.abs_scale;
+  const double sums = 2 * u * (b.longest_sum - b.keys + b.effective_keys(at_alpha)) * b.abs_scale;  // tested below
   if (b.exact_scores(at_alpha)) return sums;
   const int d_p = encoding_dim(b.encoding);
   const double gamma = (d_p + 2) * u, eps = b.leak_bound(at_alpha);
@@ -332,4 +332,44 @@ TEST_CASE("the round-off allowance and alpha_min are bit for bit those of the fu
   }
   CHECK(compared > 1000);
   CHECK(differ_from_leak_alone > 10);  // cases where the round-off term decides alpha_min, not the leak alone
+}
+
+namespace {
+// n_eff of finite_alpha.hpp's (a) from its definition: each box |m|_inf <= R - 1, its
+// keys counted and the weights outside it summed over the lattice directly (long double).
+double plain_effective_keys(double a, double u, double keys) {
+  double best = keys;
+  for (int r = 1; 2.0 * (2 * r - 1) * (2 * r - 1) + 4 < keys; ++r) {
+    long double tail = 0;
+    for (int m1 = -80; m1 <= 80; ++m1)
+      for (int m2 = -80; m2 <= 80; ++m2)
+        if (std::max(std::abs(m1), std::abs(m2)) >= r) tail += std::exp(-(long double)a * (m1 * m1 + m2 * m2));
+    best = std::min(best, double(2.0L * (2 * r - 1) * (2 * r - 1) + 4 + tail * (1 / (long double)u + keys)));
+  }
+  return best;
+}
+}  // namespace
+
+TEST_CASE("the keys' sums count the keys near the target, never more than every key", "[finite_alpha]") {
+  for (const double u : {std::numeric_limits<float>::epsilon() / 2.0, std::numeric_limits<double>::epsilon() / 2}) {
+    for (const double keys : {9.0, 100.0, 1024.0, 16384.0}) {
+      FiniteAlphaBound b;
+      b.unit_roundoff = u, b.keys = keys, b.lambda_min = 0.5;
+      for (double alpha = 1.0 / 16; alpha <= 4096; alpha *= 1.7) {
+        INFO("u = " << u << ", keys = " << keys << ", alpha = " << alpha);
+        b.concentrated = false;
+        CHECK(b.effective_keys(alpha) == keys);  // a head that attends anywhere: every key
+        b.concentrated = true;
+        const double fast = b.effective_keys(alpha), plain = plain_effective_keys(alpha * b.lambda_min, u, keys);
+        CHECK(fast <= keys);
+        CHECK(fast >= plain * (1 - 1e-12));  // t's closed form bounds the tail from above
+        if (alpha * b.lambda_min >= 1) CHECK(fast <= plain * (1 + 1e-6));
+      }
+    }
+  }
+  // The box of 9 keys at alpha = 12 in float32 (tail e^{-48}): 2 * 9 + 4 terms for 100 keys.
+  FiniteAlphaBound b;
+  b.unit_roundoff = std::numeric_limits<float>::epsilon() / 2, b.keys = 100, b.concentrated = true;
+  CHECK(b.effective_keys(12) == Approx(22).epsilon(1e-9));
+  CHECK(b.effective_keys(0.1) == 100);
 }
