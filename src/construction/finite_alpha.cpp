@@ -251,7 +251,10 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
   const std::size_t d_h = layer.head_dim();
   b.keys = double(height * width);
   b.longest_sum = b.keys + double(conv_terms + layer.heads.size() * d_h + layer.in_dim() + 1);
-  b.concentrated = true;
+  // The separable engine's sums over the keys are nested 1-D sums (rows, then columns): at R = 1 they
+  // need up to 8 terms more than n_eff counts, which the factor 2 of (a) over the other sums covers
+  // once they hold 11 terms (finite_alpha.hpp); below that every key is counted.
+  b.concentrated = conv_terms + layer.heads.size() * d_h + layer.in_dim() >= 11;
   b.abs_scale = double(xt::amax(xt::abs(xt::cast<double>(layer.b_out)))());
   // Every head's W_val^h W_out^h and |W_val^h| |W_out^h| side by side (D_in x N_h D_out),
   // so that each chunk of tokens is multiplied once for all heads (mhsa/blas.hpp).

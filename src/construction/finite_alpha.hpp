@@ -38,6 +38,11 @@
 //       products err by u |term| each. So a sum over the keys errs by at most
 //       (2 B_R + 1 + tail_R (1/u + H_p W_p)) u sum|terms|, and with the exponential and the
 //       division (3 u more) n_eff = min(H_p W_p, min_R 2 B_R + 4 + tail_R (1/u + H_p W_p)).
+//       The separable engine sums rows, then columns: two nested 1-D sums, each with
+//       2 (2R - 1) + 1 such terms, and two exponentials, divisions and a product, at most
+//       20 u in all at R = 1 against the 12 of n_eff's two sums; the factor 2 over the
+//       other sums' n_1 = C_in K1 K2 + N_h D_h + D_in terms covers the 8 more when n_1 >= 11
+//       (for R >= 2, 2 B_R exceeds the nested count), so `concentrated` also needs n_1 >= 11.
 //   (b) scores: the positional score s_k = a . r_delta (a = v W^_key) is a sum of
 //       large terms that cancel (|a_p r_p| grows like alpha |delta|^2). Key k's
 //       exponent s_k - max errs by e_k <= gamma (M(delta) + M(Delta) + 1),

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -28,41 +29,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-volatile std::sig_atomic_t stop_signal = 0;
+// The first signal delivered stops the run and names it; a second one changes nothing. The handler
+// runs with both stop signals blocked (a second one delivered to the same thread waits until the
+// first is recorded), and the compare-exchange settles one delivered to another thread meanwhile
+// (a lock-free atomic is signal-safe).
+std::atomic<int> stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 extern "C" void on_stop_signal(int signal) {
-  if (!stop_signal) stop_signal = signal;  // the first signal stops the run and names it; a second one changes nothing
+  int none = 0;
+  stop_signal.compare_exchange_strong(none, signal);
 }
-
-// SIGINT/SIGTERM handlers for the life of one execute_cases(), restored after.
-class StopSignals {
- public:
-  StopSignals() {
-    stop_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
-  }
-  // After a stop signal the run writes its interrupted report and exits 128 + that signal: a
-  // second SIGINT or SIGTERM meanwhile is ignored, so it can neither kill the report half-way nor
-  // rename the interruption (SIGKILL, SIGQUIT and SIGHUP still end the process).
-  ~StopSignals() {
-    if (stop_signal) {
-      std::signal(SIGINT, SIG_IGN);
-      std::signal(SIGTERM, SIG_IGN);
-      return;
-    }
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 struct Child {
   std::size_t index;
@@ -178,9 +154,34 @@ std::string signal_description(int signal) {
          (description ? " (" + std::string(description) + ")" : "");
 }
 
-int execute_cases(const std::vector<Case>& cases, const RunOptions& options,
+
+StopSignals::StopSignals() {
+  stop_signal = 0;
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaddset(&action.sa_mask, SIGINT);
+  sigaddset(&action.sa_mask, SIGTERM);
+  action.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
+  sigaction(SIGINT, &action, &old_int_);
+  sigaction(SIGTERM, &action, &old_term_);
+}
+
+// After a stop signal the run writes its interrupted report and exits 128 + that signal: a
+// second SIGINT or SIGTERM meanwhile is ignored, so it can neither kill the report half-way nor
+// rename the interruption (SIGKILL, SIGQUIT and SIGHUP still end the process).
+StopSignals::~StopSignals() {
+  if (stop_signal) {
+    std::signal(SIGINT, SIG_IGN);
+    std::signal(SIGTERM, SIG_IGN);
+    return;
+  }
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
+}
+
+int execute_cases(const StopSignals&, const std::vector<Case>& cases, const RunOptions& options,
                   std::vector<std::optional<json>>& entries, const std::function<void(std::size_t)>& on_finished) {
-  const StopSignals signals;
   const std::size_t jobs = std::size_t(std::max(1, options.jobs));
   std::vector<Child> running;
   std::size_t next = 0;

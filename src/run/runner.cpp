@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include "run/atomic_file.hpp"
 #include "run/case_run.hpp"
@@ -34,9 +35,12 @@ json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
   const auto out = std::filesystem::path(options.out_dir);
   const std::string journal_path = (out / "report.journal.jsonl").string();
   std::vector<std::optional<json>> entries(cases.size());
+  // Before the journal exists, so that a stop signal from then on ends in an interrupted report;
+  // until the cases are done (then both stay ignored after a stop, else the handlers before return).
+  std::optional<StopSignals> signals(std::in_place);
   Journal journal = options.resume ? Journal::resume(journal_path, cases, entries) : Journal::start(journal_path, cases);
   const std::size_t resumed = std::size_t(std::count_if(entries.begin(), entries.end(), [](const auto& e) { return bool(e); }));
-  const int stop = execute_cases(cases, options, entries, [&](std::size_t i) {
+  const int stop = execute_cases(*signals, cases, options, entries, [&](std::size_t i) {
     try {
       journal.append(i, *entries[i]);
     } catch (const std::exception& e) {
@@ -45,6 +49,7 @@ json run_cases(const std::vector<Case>& cases, const RunOptions& options) {
     }
     if (options.on_case_finished) options.on_case_finished(*entries[i]);
   });
+  signals.reset();
   json not_run = json::array();
   for (std::size_t i = 0; i < cases.size(); ++i)
     if (entries[i])
