@@ -250,11 +250,13 @@ FiniteAlphaBound finite_alpha_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
   b.span = {int(height), int(width)};
   const std::size_t d_h = layer.head_dim();
   b.keys = double(height * width);
-  b.longest_sum = b.keys + double(conv_terms + layer.heads.size() * d_h + layer.in_dim() + 1);
+  // n_1 = C_in K1 K2 + N_h D_h + D_in: the terms of the sums besides those over the keys.
+  const std::size_t n_1 = conv_terms + layer.heads.size() * d_h + layer.in_dim();
+  b.longest_sum = b.keys + double(n_1 + 1);
   // The separable engine's sums over the keys are nested 1-D sums (rows, then columns): at R = 1 they
-  // need up to 8 terms more than n_eff counts, which the factor 2 of (a) over the other sums covers
-  // once they hold 11 terms (finite_alpha.hpp); below that every key is counted.
-  b.concentrated = conv_terms + layer.heads.size() * d_h + layer.in_dim() >= 11;
+  // need up to 8 terms more than n_eff counts, which the factor 2 of (a) over n_1 covers once
+  // n_1 >= 11 (finite_alpha.hpp); below that every key is counted.
+  b.concentrated = n_1 >= 11;
   b.abs_scale = double(xt::amax(xt::abs(xt::cast<double>(layer.b_out)))());
   // Every head's W_val^h W_out^h and |W_val^h| |W_out^h| side by side (D_in x N_h D_out),
   // so that each chunk of tokens is multiplied once for all heads (mhsa/blas.hpp).

@@ -154,7 +154,6 @@ std::string signal_description(int signal) {
          (description ? " (" + std::string(description) + ")" : "");
 }
 
-
 StopSignals::StopSignals() {
   stop_signal = 0;
   struct sigaction action {};
