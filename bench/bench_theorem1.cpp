@@ -39,6 +39,7 @@
 #include "cases/case_loader.hpp"
 #include "proof/proof.hpp"
 #include "parallel/blas_kernel.hpp"
+#include "parallel/process_environment.hpp"
 #include "parallel/threads.hpp"
 #include "mhsa/blas.hpp"
 #include "mhsa/engine.hpp"
@@ -232,7 +233,7 @@ void bench_dense_content(benchmark::State& state, int side, int kernel, int chan
 }  // namespace
 
 int main(int argc, char** argv) {
-  use_best_blas_kernel(argv);  // as attnconv does (parallel/blas_kernel.hpp)
+  use_best_environment(argv);  // as attnconv does (parallel/process_environment.hpp)
   benchmark::Initialize(&argc, argv);
   dgemm_rate = measure_dgemm_rate();
   std::printf("dgemm (2048^3, %d engine threads x 1 BLAS thread, OpenBLAS kernel %s): %.1f GFLOP/s, %.1f per CPU second\n",

@@ -20,7 +20,7 @@
 #include "io/sizes.hpp"
 #include "report/registry.hpp"
 #include "report/version.hpp"
-#include "parallel/blas_kernel.hpp"
+#include "parallel/process_environment.hpp"
 
 namespace {
 
@@ -121,7 +121,7 @@ int run_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  use_best_blas_kernel(argv);  // before anything runs (parallel/blas_kernel.hpp)
+  use_best_environment(argv);  // before anything runs (parallel/process_environment.hpp)
   install_signal_cleanup();
   const int code = run_command(argc, argv);
   // list, proofs and schema print to stdout: a closed pipe or a full disk

@@ -15,13 +15,8 @@ std::string blas_kernel();
 
 // The kernel this CPU can run that OpenBLAS should have chosen, when it fell
 // back to the generic one: "SkylakeX" (AVX-512 F/DQ/BW/VL), "Haswell" (AVX2 and
-// FMA); empty when its own choice stands or OPENBLAS_CORETYPE is set.
+// FMA); empty when its own choice stands or OPENBLAS_CORETYPE is set. The program
+// sets it before it starts (process_environment.hpp).
 std::string better_blas_kernel();
-
-// When better_blas_kernel() is not empty: sets OPENBLAS_CORETYPE to it and
-// re-executes this program (/proc/self/exe) with the same arguments, before it
-// has done anything. Returns only when nothing needed changing or the exec
-// failed (the program then runs on the kernel it has). Call first in main().
-void use_best_blas_kernel(char** argv);
 
 }  // namespace attnconv

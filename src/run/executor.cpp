@@ -1,6 +1,7 @@
 #include "run/executor.hpp"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -204,6 +205,7 @@ int execute_cases(const StopSignals&, const std::vector<Case>& cases, const RunO
       // Its tensors read here, once, and shared with the process (<= 256 MiB; proof/npy.hpp).
       prefetch_case_tensors(cases[next], std::uint64_t(256) << 20);
       std::cout.flush(), std::cerr.flush();
+      malloc_trim(0);
       const pid_t parent = getpid();
       const double parent_resident = anonymous_resident_bytes();
       const pid_t pid = fork();
