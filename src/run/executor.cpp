@@ -205,6 +205,8 @@ int execute_cases(const StopSignals&, const std::vector<Case>& cases, const RunO
       // Its tensors read here, once, and shared with the process (<= 256 MiB; proof/npy.hpp).
       prefetch_case_tensors(cases[next], std::uint64_t(256) << 20);
       std::cout.flush(), std::cerr.flush();
+      // Free memory back to the system: blocks freed before the fork would otherwise be shared with
+      // the child, each of its first writes a page copy (docs/performance.md, "Page faults").
       malloc_trim(0);
       const pid_t parent = getpid();
       const double parent_resident = anonymous_resident_bytes();
