@@ -45,7 +45,8 @@ std::string header(const json& report, const std::string& source) {
   const std::vector<std::tuple<const char*, const json*, const char*>> rows{
       {"tool", &tool, "name"},           {"version", &tool, "version"},       {"commit", &tool, "git_commit"},
       {"compiler", &env, "compiler"},    {"BLAS", &env, "blas"},              {"BLAS threads", &env, "blas_threads"},
-      {"engine threads", &env, "engine_threads"}, {"host", &env, "host"},     {"start time", &env, "start_time"},
+      {"engine threads", &env, "engine_threads"}, {"allocator", &env, "allocator"},
+      {"host", &env, "host"},            {"start time", &env, "start_time"},
       {"jobs", &run, "jobs"}};
   out += "<div class=\"tables\"><table class=\"kv\" id=\"provenance\"><caption>provenance</caption>";
   for (const auto& [label, object, key] : rows)

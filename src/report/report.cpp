@@ -1,8 +1,10 @@
 #include "report/report.hpp"
 
+#include <gnu/libc-version.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 
 #include "parallel/threads.hpp"
@@ -39,6 +41,13 @@ std::string utc_now() {
 }
 }  // namespace
 
+// glibc's version and the malloc tunables the run had (parallel/process_environment.hpp): where
+// its memory comes from changes its time, never its numbers.
+std::string allocator() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  return std::string("glibc ") + gnu_get_libc_version() + (tunables ? std::string(", GLIBC_TUNABLES=") + tunables : "");
+}
+
 json environment() {
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);
@@ -47,6 +56,7 @@ json environment() {
           {"blas", std::string("OpenBLAS ") + openblas_get_config()},
           {"blas_threads", openblas_get_num_threads()},
           {"engine_threads", engine_threads()},
+          {"allocator", allocator()},
           {"host", host},
           {"start_time", utc_now()}};
 }

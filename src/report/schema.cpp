@@ -259,6 +259,7 @@ json report_schema() {
            {{"compiler", {{"type", "string"}}},
             {"blas", {{"type", "string"}}},
             {"blas_threads", {{"type", "integer"}}},
+            {"allocator", {{"type", "string"}}},
             {"host", {{"type", "string"}}},
             {"start_time", {{"type", "string"}, {"pattern", "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"}}}}}}},
         {"summary",

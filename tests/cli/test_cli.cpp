@@ -132,7 +132,7 @@ TEST_CASE("run: report.json follows the contract, dumps have the right shapes", 
   CHECK(report["tool"]["name"] == "attnconv");
   CHECK(report["tool"]["version"].is_string());
   CHECK(report["tool"]["git_commit"].is_string());
-  for (const char* key : {"compiler", "blas", "blas_threads", "host", "start_time"}) {
+  for (const char* key : {"compiler", "blas", "blas_threads", "allocator", "host", "start_time"}) {
     INFO("environment." << key);
     CHECK(report["environment"].contains(key));
   }
