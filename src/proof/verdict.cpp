@@ -41,14 +41,23 @@ std::optional<Verdict> verdict_from_string(const std::string& name) {
   return std::nullopt;
 }
 
+namespace {
+// A report entry's string member, not copied (nullptr when absent or not a string).
+const std::string* string_member(const json& entry, const char* key) {
+  if (!entry.is_object()) return nullptr;
+  const auto it = entry.find(key);
+  return it != entry.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+}
+}  // namespace
+
 std::optional<Status> entry_status(const json& entry) {
-  const json& s = entry.is_object() ? entry.value("status", json()) : json();
-  return s.is_string() ? status_from_string(s.get<std::string>()) : std::nullopt;
+  const std::string* s = string_member(entry, "status");
+  return s ? status_from_string(*s) : std::nullopt;
 }
 
 std::optional<Verdict> entry_verdict(const json& entry) {
-  const json& v = entry.is_object() ? entry.value("verdict", json()) : json();
-  return v.is_string() ? verdict_from_string(v.get<std::string>()) : std::nullopt;
+  const std::string* v = string_member(entry, "verdict");
+  return v ? verdict_from_string(*v) : std::nullopt;
 }
 
 json dtype_tolerance(const std::string& dtype) {

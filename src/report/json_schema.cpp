@@ -63,131 +63,176 @@ bool equal(const json& a, const json& b) {
   return a == b;
 }
 
+// Where a value sits in the instance, made into text ("cases[3].status") only
+// when a violation is reported: the validator walks every value of a report.
+struct Path {
+  const Path* parent = nullptr;
+  const std::string* key = nullptr;  // a member's key, or nullptr for the item `index`
+  std::size_t index = 0;
+
+  Path member(const std::string& name) const { return {this, &name, 0}; }
+  Path item(std::size_t k) const { return {this, nullptr, k}; }
+  std::string text() const {
+    if (!parent) return "";
+    std::string prefix = parent->text();
+    if (!key) return prefix + "[" + std::to_string(index) + "]";
+    return prefix.empty() ? *key : prefix + "." + *key;
+  }
+};
+
 class Validator {
  public:
   explicit Validator(const json& root) : root_(root) {}
 
-  // The first violation under `path`, if any.
   enum Keyword { k_ref, k_additionalProperties, k_allOf, k_anyOf, k_const, k_else, k_enum, k_exclusiveMaximum, k_exclusiveMinimum, k_if, k_items, k_maxItems, k_maxLength, k_maxProperties, k_maximum, k_minItems, k_minLength, k_minProperties, k_minimum, k_not, k_oneOf, k_pattern, k_properties, k_required, k_then, k_type, k_uniqueItems, keyword_count };
   static constexpr const char* keyword_names[] = {"$ref", "additionalProperties", "allOf", "anyOf", "const", "else", "enum", "exclusiveMaximum", "exclusiveMinimum", "if", "items", "maxItems", "maxLength", "maxProperties", "maximum", "minItems", "minLength", "minProperties", "minimum", "not", "oneOf", "pattern", "properties", "required", "then", "type", "uniqueItems"};
 
-  std::optional<std::string> check(const json& schema, const json& value, const std::string& path, int depth = 0) const {
+  // The first violation under `path`, if any; with `explain` false (the
+  // branches of if, not, anyOf and a first pass over oneOf, where only
+  // whether the value matches counts) the violation's text is left empty.
+  std::optional<std::string> check(const json& schema, const json& value, const Path& path, bool explain,
+                                   int depth = 0) const {
     if (depth > 64) throw std::logic_error("JSON Schema: $ref nesting deeper than 64");
-    if (schema.is_boolean()) return schema.get<bool>() ? std::nullopt : fail(path, "is not allowed here");
+    const auto fail = [&](const Path& where, auto&& what) -> std::optional<std::string> {
+      return explain ? violation(where, what()) : std::string();
+    };
+    if (schema.is_boolean()) return schema.get<bool>() ? std::nullopt : fail(path, [] { return "is not allowed here"; });
     if (!schema.is_object()) throw std::logic_error("JSON Schema: a schema must be an object or a boolean");
     const Keywords& kw = keywords(schema);
 
     if (kw[k_ref]) {
-      const std::string ref = (*kw[k_ref]).get<std::string>();
+      const std::string& ref = kw[k_ref]->get_ref<const std::string&>();
       const std::string prefix = "#/$defs/";
       if (ref.rfind(prefix, 0) != 0 || !root_.contains("$defs") || !root_["$defs"].contains(ref.substr(prefix.size())))
         throw std::logic_error("JSON Schema: unresolvable $ref '" + ref + "'");
-      if (auto e = check(root_["$defs"][ref.substr(prefix.size())], value, path, depth + 1)) return e;
+      if (auto e = check(root_["$defs"][ref.substr(prefix.size())], value, path, explain, depth + 1)) return e;
     }
     if (kw[k_type]) {
       const json& types = (*kw[k_type]);
       bool ok = types.is_string() && has_type(value, types.get_ref<const std::string&>());
       if (types.is_array())
         for (const auto& t : types) ok = ok || has_type(value, t.get_ref<const std::string&>());
-      if (!ok) {
-        std::string wanted;
-        for (const auto& t : types.is_array() ? types : json::array({types}))
-          wanted += (wanted.empty() ? "" : " or ") + t.get<std::string>();
-        return fail(path, "must be " + wanted + ", got " + (value.is_null() ? "null" : type_of(value) + " " + shown(value)));
-      }
+      if (!ok)
+        return fail(path, [&] {
+          std::string wanted;
+          for (const auto& t : types.is_array() ? types : json::array({types}))
+            wanted += (wanted.empty() ? "" : " or ") + t.get<std::string>();
+          return "must be " + wanted + ", got " + (value.is_null() ? "null" : type_of(value) + " " + shown(value));
+        });
     }
     if (kw[k_const] && !equal((*kw[k_const]), value))
-      return fail(path, "must be " + shown((*kw[k_const])) + ", got " + shown(value));
+      return fail(path, [&] { return "must be " + shown((*kw[k_const])) + ", got " + shown(value); });
     if (kw[k_enum]) {
       bool ok = false;
       for (const auto& option : (*kw[k_enum])) ok = ok || equal(option, value);
-      if (!ok) {
-        std::string allowed;
-        for (const auto& option : (*kw[k_enum])) allowed += (allowed.empty() ? "" : ", ") + shown(option);
-        return fail(path, "must be one of " + allowed + ", got " + shown(value));
-      }
+      if (!ok)
+        return fail(path, [&] {
+          std::string allowed;
+          for (const auto& option : (*kw[k_enum])) allowed += (allowed.empty() ? "" : ", ") + shown(option);
+          return "must be one of " + allowed + ", got " + shown(value);
+        });
     }
     if (value.is_number()) {
       const double x = value.get<double>();
       if (kw[k_minimum] && !(x >= (*kw[k_minimum]).get<double>()))
-        return fail(path, "must be >= " + shown((*kw[k_minimum])) + ", got " + shown(value));
+        return fail(path, [&] { return "must be >= " + shown((*kw[k_minimum])) + ", got " + shown(value); });
       if (kw[k_exclusiveMinimum] && !(x > (*kw[k_exclusiveMinimum]).get<double>()))
-        return fail(path, "must be > " + shown((*kw[k_exclusiveMinimum])) + ", got " + shown(value));
+        return fail(path, [&] { return "must be > " + shown((*kw[k_exclusiveMinimum])) + ", got " + shown(value); });
       if (kw[k_maximum] && !(x <= (*kw[k_maximum]).get<double>()))
-        return fail(path, "must be <= " + shown((*kw[k_maximum])) + ", got " + shown(value));
+        return fail(path, [&] { return "must be <= " + shown((*kw[k_maximum])) + ", got " + shown(value); });
       if (kw[k_exclusiveMaximum] && !(x < (*kw[k_exclusiveMaximum]).get<double>()))
-        return fail(path, "must be < " + shown((*kw[k_exclusiveMaximum])) + ", got " + shown(value));
+        return fail(path, [&] { return "must be < " + shown((*kw[k_exclusiveMaximum])) + ", got " + shown(value); });
     }
     if (value.is_string()) {
       const std::string& text = value.get_ref<const std::string&>();
       if (kw[k_minLength] && utf8_length(text) < (*kw[k_minLength]).get<std::size_t>())
-        return fail(path, "must have at least " + shown((*kw[k_minLength])) + " characters");
+        return fail(path, [&] { return "must have at least " + shown((*kw[k_minLength])) + " characters"; });
       if (kw[k_maxLength] && utf8_length(text) > (*kw[k_maxLength]).get<std::size_t>())
-        return fail(path, "must have at most " + shown((*kw[k_maxLength])) + " characters");
-      if (kw[k_pattern] && !matches(text, (*kw[k_pattern]).get<std::string>()))
-        return fail(path, "must match " + shown((*kw[k_pattern])) + ", got " + shown(value));
+        return fail(path, [&] { return "must have at most " + shown((*kw[k_maxLength])) + " characters"; });
+      if (kw[k_pattern] && !matches(text, (*kw[k_pattern]).get_ref<const std::string&>()))
+        return fail(path, [&] { return "must match " + shown((*kw[k_pattern])) + ", got " + shown(value); });
     }
     if (value.is_array()) {
       if (kw[k_minItems] && value.size() < (*kw[k_minItems]).get<std::size_t>())
-        return fail(path, "must have at least " + shown((*kw[k_minItems])) + " items, has " + std::to_string(value.size()));
+        return fail(path, [&] {
+          return "must have at least " + shown((*kw[k_minItems])) + " items, has " + std::to_string(value.size());
+        });
       if (kw[k_maxItems] && value.size() > (*kw[k_maxItems]).get<std::size_t>())
-        return fail(path, "must have at most " + shown((*kw[k_maxItems])) + " items, has " + std::to_string(value.size()));
+        return fail(path, [&] {
+          return "must have at most " + shown((*kw[k_maxItems])) + " items, has " + std::to_string(value.size());
+        });
       if ((kw[k_uniqueItems] && kw[k_uniqueItems]->is_boolean() && kw[k_uniqueItems]->get<bool>()))
         for (std::size_t i = 0; i < value.size(); ++i)
           for (std::size_t j = i + 1; j < value.size(); ++j)
-            if (equal(value[i], value[j])) return fail(path, "must not repeat an item, repeats " + shown(value[i]));
+            if (equal(value[i], value[j]))
+              return fail(path, [&] { return "must not repeat an item, repeats " + shown(value[i]); });
       if (kw[k_items])
         for (std::size_t k = 0; k < value.size(); ++k)
-          if (auto e = check((*kw[k_items]), value[k], path + "[" + std::to_string(k) + "]", depth)) return e;
+          if (auto e = check((*kw[k_items]), value[k], path.item(k), explain, depth)) return e;
     }
     if (value.is_object()) {
       if (kw[k_required])
         for (const auto& key : (*kw[k_required]))
-          if (!value.contains(key.get<std::string>())) return fail(member(path, key.get<std::string>()), "missing");
+          if (!value.contains(key.get_ref<const std::string&>()))
+            return fail(path.member(key.get_ref<const std::string&>()), [] { return "missing"; });
       if (kw[k_minProperties] && value.size() < (*kw[k_minProperties]).get<std::size_t>())
-        return fail(path, "must have at least " + shown((*kw[k_minProperties])) + " keys");
+        return fail(path, [&] { return "must have at least " + shown((*kw[k_minProperties])) + " keys"; });
       if (kw[k_maxProperties] && value.size() > (*kw[k_maxProperties]).get<std::size_t>())
-        return fail(path, "must have at most " + shown((*kw[k_maxProperties])) + " keys");
+        return fail(path, [&] { return "must have at most " + shown((*kw[k_maxProperties])) + " keys"; });
       static const json no_properties = json::object();
       const json& properties = kw[k_properties] ? (*kw[k_properties]) : no_properties;
-      for (const auto& [key, child] : value.items()) {
-        if (properties.contains(key)) {
-          if (auto e = check(properties[key], child, member(path, key), depth)) return e;
-        } else if (kw[k_additionalProperties]) {
-          const json& extra = (*kw[k_additionalProperties]);
-          if (extra.is_boolean() && !extra.get<bool>())
-            return fail(member(path, key), "unknown key (allowed: " + key_list(properties) + ")");
-          if (auto e = check(extra, child, member(path, key), depth)) return e;
+      if (!kw[k_additionalProperties]) {
+        // Only the named members are checked: each looked up in the value. Both
+        // objects keep their keys sorted, so the first violation is the same one
+        // a walk over the value's keys would meet.
+        for (auto it = properties.begin(); it != properties.end(); ++it)
+          if (const auto child = value.find(it.key()); child != value.end())
+            if (auto e = check(*it, *child, path.member(it.key()), explain, depth)) return e;
+      } else {
+        const json& extra = (*kw[k_additionalProperties]);
+        for (auto it = value.begin(); it != value.end(); ++it) {
+          const Path where = path.member(it.key());
+          if (const auto named = properties.find(it.key()); named != properties.end()) {
+            if (auto e = check(*named, *it, where, explain, depth)) return e;
+          } else if (extra.is_boolean() && !extra.get<bool>()) {
+            return fail(where, [&] { return "unknown key (allowed: " + key_list(properties) + ")"; });
+          } else if (auto e = check(extra, *it, where, explain, depth)) {
+            return e;
+          }
         }
       }
     }
     if (kw[k_allOf])
       for (const auto& part : (*kw[k_allOf]))
-        if (auto e = check(part, value, path, depth)) return e;
+        if (auto e = check(part, value, path, explain, depth)) return e;
     if (kw[k_anyOf]) {
       bool any = false;
-      for (const auto& part : (*kw[k_anyOf])) any = any || !check(part, value, path, depth);
-      if (!any) return fail(path, "matches none of its allowed forms, got " + shown(value));
+      for (const auto& part : (*kw[k_anyOf])) any = any || !check(part, value, path, false, depth);
+      if (!any) return fail(path, [&] { return "matches none of its allowed forms, got " + shown(value); });
     }
-    if (kw[k_not] && !check((*kw[k_not]), value, path, depth))
-      return fail(path, "must not be " + shown(value));
+    if (kw[k_not] && !check((*kw[k_not]), value, path, false, depth))
+      return fail(path, [&] { return "must not be " + shown(value); });
     if (kw[k_oneOf]) {
       std::size_t matches = 0;
-      std::optional<std::string> deepest;  // the violation inside the form the value came closest to
-      for (const auto& part : (*kw[k_oneOf])) {
-        const auto e = check(part, value, path, depth);
-        matches += !e;
-        if (e && (!deepest || e->find(": ") > deepest->find(": "))) deepest = e;
+      for (const auto& part : (*kw[k_oneOf])) matches += !check(part, value, path, false, depth);
+      if (matches == 0 && explain) {
+        std::optional<std::string> deepest;  // the violation inside the form the value came closest to
+        for (const auto& part : (*kw[k_oneOf])) {
+          const auto e = check(part, value, path, true, depth);
+          if (!deepest || e->find(": ") > deepest->find(": ")) deepest = e;
+        }
+        if (deepest && deepest->find(": ") > violation(path, "").find(": ")) return deepest;
       }
-      if (matches == 0 && deepest && deepest->find(": ") > fail(path, "")->find(": ")) return deepest;
       if (matches != 1)
-        return fail(path, matches == 0 ? "matches none of its allowed forms, got " + shown(value)
-                                       : "matches more than one of its allowed forms");
+        return fail(path, [&] {
+          return matches == 0 ? "matches none of its allowed forms, got " + shown(value)
+                              : "matches more than one of its allowed forms";
+        });
     }
     if (kw[k_if]) {
-      const bool holds = !check((*kw[k_if]), value, path, depth);
+      const bool holds = !check((*kw[k_if]), value, path, false, depth);
       if (const json* branch = kw[holds ? k_then : k_else])
-        if (auto e = check(*branch, value, path, depth)) return e;
+        if (auto e = check(*branch, value, path, explain, depth)) return e;
     }
     return std::nullopt;
   }
@@ -231,18 +276,15 @@ class Validator {
     return n;
   }
 
-  static std::string member(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
-
   static std::string key_list(const json& properties) {
     std::string list;
     for (const auto& [key, ignored] : properties.items()) list += (list.empty() ? "" : ", ") + key;
     return list.empty() ? "none" : list;
   }
 
-  static std::optional<std::string> fail(const std::string& path, const std::string& what) {
-    return (path.empty() ? std::string("(top level)") : path) + ": " + what;
+  static std::string violation(const Path& path, const std::string& what) {
+    const std::string where = path.text();
+    return (where.empty() ? std::string("(top level)") : where) + ": " + what;
   }
 
   const json& root_;
@@ -253,7 +295,7 @@ class Validator {
 }  // namespace
 
 std::string schema_violation(const json& schema, const json& instance) {
-  return Validator(schema).check(schema, instance, "").value_or("");
+  return Validator(schema).check(schema, instance, Path{}, true).value_or("");
 }
 
 }  // namespace attnconv
