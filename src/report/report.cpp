@@ -39,7 +39,6 @@ std::string utc_now() {
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buffer;
 }
-}  // namespace
 
 // glibc's version and the malloc tunables the run had (parallel/process_environment.hpp): where
 // its memory comes from changes its time, never its numbers.
@@ -47,6 +46,7 @@ std::string allocator() {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   return std::string("glibc ") + gnu_get_libc_version() + (tunables ? std::string(", GLIBC_TUNABLES=") + tunables : "");
 }
+}  // namespace
 
 json environment() {
   char host[256] = "unknown";

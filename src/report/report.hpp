@@ -11,7 +11,7 @@ using json = nlohmann::json;
 inline constexpr int report_schema_version = 1;
 
 json tool_info();    // name, version, git commit
-json environment();  // compiler, BLAS, threads, host, start time (UTC, ISO 8601)
+json environment();  // compiler, BLAS, threads, allocator, host, start time (UTC, ISO 8601)
 
 // Recomputes summary counts from report["cases"]; `seconds` is the wall time.
 void update_summary(json& report, double seconds);
