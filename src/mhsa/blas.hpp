@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "mhsa/column_abs_max.hpp"
 #include "parallel/threads.hpp"
 #include "tensor/gemm.hpp"
 #include "tensor/tensor.hpp"
@@ -59,24 +60,22 @@ std::vector<T> max_abs_of_product_blocks(const Matrix<T>& a, const Matrix<T>& b,
   // About 2^19 entries of A B per chunk (2 MiB in float32), 8 to 512 rows.
   const std::size_t rows = std::clamp<std::size_t>((std::size_t(1) << 19) / n, 8, 512);
   const std::size_t chunks = (m + rows - 1) / rows;
-  std::vector<std::vector<T>> scratch(parallel_threads(chunks), std::vector<T>(rows * n));
+  std::vector<std::vector<T>> scratch(parallel_threads(chunks), std::vector<T>(rows * n)), column_max(scratch.size());
   std::vector<T> chunk_max(chunks * blocks, T(0));
   parallel_for(chunks, [&](std::size_t chunk, std::size_t thread) {
     const std::size_t r0 = chunk * rows, r1 = std::min(m, r0 + rows);
     T* c = scratch[thread].data();
     gemm(r1 - r0, n, k, a.data() + r0 * k, k, b.data(), n, T(0), c, n);
+    // Each column's maximum over the chunk's rows first (element by element, no
+    // dependency chain: vectorised), then each block's over its columns.
+    std::vector<T>& col_max = column_max[thread];
+    col_max.assign(n, T(0));
+    for (std::size_t i = 0; i < r1 - r0; ++i) column_abs_max(c + i * n, n, col_max.data());
     for (std::size_t block = 0; block < blocks; ++block) {
       const std::size_t j0 = block * block_cols, j1 = std::min(n, j0 + block_cols);
-      // Four running maxima (the order does not matter): four short dependency chains.
-      T mx[4] = {0, 0, 0, 0};
-      for (std::size_t i = 0; i < r1 - r0; ++i) {
-        const T* row = c + i * n;
-        std::size_t j = j0;
-        for (; j + 4 <= j1; j += 4)
-          for (std::size_t l = 0; l < 4; ++l) mx[l] = nan_max(mx[l], std::abs(row[j + l]));
-        for (; j < j1; ++j) mx[0] = nan_max(mx[0], std::abs(row[j]));
-      }
-      chunk_max[chunk * blocks + block] = nan_max(nan_max(mx[0], mx[1]), nan_max(mx[2], mx[3]));
+      T block_max = T(0);
+      for (std::size_t j = j0; j < j1; ++j) block_max = nan_max(block_max, col_max[j]);
+      chunk_max[chunk * blocks + block] = block_max;
     }
   });
   for (std::size_t chunk = 0; chunk < chunks; ++chunk)

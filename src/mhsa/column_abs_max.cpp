@@ -1,0 +1,27 @@
+#include "mhsa/column_abs_max.hpp"
+
+#include <cmath>
+
+#include "tensor/vectorise.hpp"
+
+namespace attnconv {
+
+namespace {
+
+template <class T> inline void column_abs_max_loop(const T* __restrict row, std::size_t n, T* __restrict col_max) {
+  for (std::size_t j = 0; j < n; ++j) {
+    const T v = std::abs(row[j]), m = col_max[j];
+    col_max[j] = v > m || v != v ? v : m;  // nan_max(m, v)
+  }
+}
+
+}  // namespace
+
+ATTNCONV_AVX2_CLONES void column_abs_max(const float* row, std::size_t n, float* col_max) {
+  column_abs_max_loop(row, n, col_max);
+}
+ATTNCONV_AVX2_CLONES void column_abs_max(const double* row, std::size_t n, double* col_max) {
+  column_abs_max_loop(row, n, col_max);
+}
+
+}  // namespace attnconv
