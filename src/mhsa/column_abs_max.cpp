@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "mhsa/blas.hpp"
 #include "tensor/vectorise.hpp"
 
 namespace attnconv {
@@ -9,10 +10,7 @@ namespace attnconv {
 namespace {
 
 template <class T> inline void column_abs_max_loop(const T* __restrict row, std::size_t n, T* __restrict col_max) {
-  for (std::size_t j = 0; j < n; ++j) {
-    const T v = std::abs(row[j]), m = col_max[j];
-    col_max[j] = v > m || v != v ? v : m;  // nan_max(m, v)
-  }
+  for (std::size_t j = 0; j < n; ++j) col_max[j] = nan_max(col_max[j], std::abs(row[j]));
 }
 
 }  // namespace
