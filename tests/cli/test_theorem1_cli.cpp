@@ -2,25 +2,26 @@
 // predicted failures with eckart_young, and the alpha sweep stays under its
 // bound with a fitted slope close to -1.
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
+
+#include "cli_support.hpp"
+
+using namespace attnconv::testing;
 
 namespace {
-nlohmann::json run_cli(const std::string& cases, const std::string& out) {
-  const std::string dir = (std::filesystem::temp_directory_path() / (out + "-" + std::to_string(getpid()))).string();
-  const std::string command = std::string(ATTNCONV_BINARY) + " run " + ATTNCONV_SOURCE_DIR + "/cases/" + cases +
-                              " --out " + dir + " 2>/dev/null";
-  REQUIRE(std::system(command.c_str()) == 0);
-  std::ifstream stream(dir + "/report.json");
-  return nlohmann::json::parse(stream);
+// Runs one file of cases/ into a scratch folder (removed afterwards) and
+// returns its report.
+nlohmann::json run_cases(const std::string& cases, const std::string& label) {
+  const ScratchDir out(label);
+  const auto result = run_cli("run " + quoted(fs::path(ATTNCONV_SOURCE_DIR) / "cases" / cases) + " --out " + quoted(out.path));
+  INFO(result.output);
+  REQUIRE(result.code == 0);
+  return nlohmann::json::parse(read_text(out.path / "report.json"));
 }
 }  // namespace
 
 TEST_CASE("the converse: predicted failures, the rank-limited ones at the Eckart-Young distance", "[theorem1_cli]") {
-  const auto report = run_cli("theorem1_converse.json", "attnconv_theorem1_converse");
+  const auto report = run_cases("theorem1_converse.json", "theorem1_converse");
   int rank_limited = 0;
   for (const auto& c : report["cases"]) {
     INFO(c["name"]);
@@ -47,7 +48,7 @@ TEST_CASE("the converse: predicted failures, the rank-limited ones at the Eckart
 }
 
 TEST_CASE("the alpha sweep stays under its bound and decays with slope close to -1", "[theorem1_cli]") {
-  const auto report = run_cli("theorem1_alpha_sweep.json", "attnconv_theorem1_sweep");
+  const auto report = run_cases("theorem1_alpha_sweep.json", "theorem1_sweep");
   for (const auto& c : report["cases"]) {
     INFO(c["name"]);
     CHECK(c["metrics"]["max_abs"].get<double>() <= c["metrics"]["bound"].get<double>());
@@ -63,14 +64,14 @@ TEST_CASE("the alpha sweep stays under its bound and decays with slope close to 
 
 TEST_CASE("the general, 1D and padding-remark case files pass, within their bounds", "[theorem1_cli]") {
   for (const std::string file : {"theorem1_general.json", "theorem1_1d.json"}) {
-    const auto report = run_cli(file, "attnconv_theorem1_files");
+    const auto report = run_cases(file, "theorem1_files");
     for (const auto& c : report["cases"]) {
       INFO(c["name"]);
       CHECK(c["status"] == "pass");
       CHECK(c["metrics"]["max_abs"].get<double>() <= c["metrics"]["bound"].get<double>());
     }
   }
-  const auto report = run_cli("padding_remark.json", "attnconv_padding_remark");
+  const auto report = run_cases("padding_remark.json", "padding_remark");
   for (const auto& c : report["cases"]) {
     INFO(c["name"]);
     const auto& m = c["metrics"];
