@@ -139,7 +139,16 @@ std::string sweep_label(const json& value) { return value.is_string() ? value.ge
 
 namespace {
 
-std::vector<Case> expand_case_within(const json& object, const std::string& file, std::size_t index, double max_memory) {
+WeightsMemo memo_within(double max_memory) {
+  WeightsMemo memo;
+  memo.max_memory = max_memory > 0 ? max_memory : default_max_memory();
+  return memo;
+}
+
+// `memo` holds the checks of the tensors met so far in this load: a file that
+// several cases read (a layer's Theorem 1 and decomposition cases) is checked
+// once.
+std::vector<Case> expand_case_within(const json& object, const std::string& file, std::size_t index, WeightsMemo& memo) {
   std::string label = "case #" + std::to_string(index + 1);
   if (object.is_object() && object.contains("name") && object["name"].is_string())
     label = "case '" + clip(object["name"].get<std::string>()) + "'";
@@ -239,8 +248,6 @@ std::vector<Case> expand_case_within(const json& object, const std::string& file
   }
 
   std::vector<Case> cases;
-  WeightsMemo memo;
-  memo.max_memory = max_memory > 0 ? max_memory : default_max_memory();
   for (const auto& point : points) {
     Case expanded = c;
     expanded.sweep_point = point;
@@ -269,13 +276,14 @@ std::vector<Case> expand_case_within(const json& object, const std::string& file
 }  // namespace
 
 std::vector<Case> expand_case(const json& object, const std::string& file, std::size_t index) {
-  return expand_case_within(object, file, index, 0);
+  WeightsMemo memo = memo_within(0);
+  return expand_case_within(object, file, index, memo);
 }
 
 namespace {
 
 // The cases of one file; `run_total` counts the cases of the whole run.
-std::vector<Case> load_text(const std::string& text, const std::string& path, std::size_t& run_total, double max_memory) {
+std::vector<Case> load_text(const std::string& text, const std::string& path, std::size_t& run_total, WeightsMemo& memo) {
   const json document = parse_case_json(text, path);
   if (!document.is_object()) throw InputError(path + ": the top level must be a JSON object with \"cases\": [...]");
   for (const auto& [key, value] : document.items())
@@ -288,7 +296,7 @@ std::vector<Case> load_text(const std::string& text, const std::string& path, st
   std::vector<Case> cases;
   std::set<std::string> names;
   for (std::size_t k = 0; k < document["cases"].size(); ++k)
-    for (auto& c : expand_case_within(document["cases"][k], path, k, max_memory)) {
+    for (auto& c : expand_case_within(document["cases"][k], path, k, memo)) {
       if (!names.insert(c.name).second) throw InputError(path + ": case '" + clip(c.name) + "': key 'name': duplicate case name");
       cases.push_back(std::move(c));
     }
@@ -299,21 +307,24 @@ std::vector<Case> load_text(const std::string& text, const std::string& path, st
 // cases of a few hundred bytes each fit).
 constexpr std::uintmax_t max_case_file_bytes = std::uintmax_t(64) << 20;
 
-std::vector<Case> load_file(const std::string& path, std::size_t& run_total, double max_memory) {
+std::vector<Case> load_file(const std::string& path, std::size_t& run_total, WeightsMemo& memo) {
   return load_text(read_bounded_file(path, max_case_file_bytes, "case file", "use sweeps, or split it"), path, run_total,
-                   max_memory);
+                   memo);
 }
+
 
 }  // namespace
 
 std::vector<Case> load_case_file(const std::string& path) {
   std::size_t run_total = 0;
-  return load_file(path, run_total, 0);
+  WeightsMemo memo = memo_within(0);
+  return load_file(path, run_total, memo);
 }
 
 std::vector<Case> load_case_text(const std::string& text, const std::string& path) {
   std::size_t run_total = 0;
-  return load_text(text, path, run_total, 0);
+  WeightsMemo memo = memo_within(0);
+  return load_text(text, path, run_total, memo);
 }
 
 std::vector<Case> load_cases(const std::vector<std::string>& paths) { return load_cases_within(paths, 0); }
@@ -347,10 +358,11 @@ std::vector<Case> load_cases_within(const std::vector<std::string>& paths, doubl
   std::set<std::string> names;
   std::set<fs::path> read;  // a file given twice (`run cases cases/a.json`) is read once
   std::size_t run_total = 0;
+  WeightsMemo memo = memo_within(max_memory);
   for (const auto& file : files) {
     std::error_code error;
     if (!read.insert(fs::weakly_canonical(fs::absolute(file), error)).second) continue;
-    for (auto& c : load_file(file, run_total, max_memory)) {
+    for (auto& c : load_file(file, run_total, memo)) {
       if (!names.insert(c.name).second)
         throw InputError(file + ": case '" + clip(c.name) + "': key 'name': duplicate case name (also in another file)");
       cases.push_back(std::move(c));
