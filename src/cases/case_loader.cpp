@@ -312,7 +312,6 @@ std::vector<Case> load_file(const std::string& path, std::size_t& run_total, Wei
                    memo);
 }
 
-
 }  // namespace
 
 std::vector<Case> load_case_file(const std::string& path) {
