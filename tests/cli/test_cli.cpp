@@ -14,6 +14,7 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xstrided_view.hpp>
 
+#include "cli_support.hpp"
 #include "ops/conv2d_gemm.hpp"
 
 namespace {
@@ -21,35 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace attnconv;
-
-// A fresh folder under the system temporary folder, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "attnconv-cli-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream stream(path, std::ios::binary);
-  std::ostringstream content;
-  content << stream.rdbuf();
-  return content.str();
-}
-
-void write_file(const fs::path& path, const std::string& content) {
-  std::ofstream stream(path, std::ios::binary);
-  stream << content;
-  REQUIRE(stream.good());
-}
+using namespace attnconv::testing;
 
 struct Result {
   int code;
@@ -57,18 +30,16 @@ struct Result {
 };
 
 // Runs `attnconv ARGS` (ARGS already shell-quoted where needed) from `dir`.
-Result run_attnconv(const TempDir& dir, const std::string& args) {
+Result run_attnconv(const ScratchDir& dir, const std::string& args) {
   const fs::path out = dir.path / "stdout.txt", err = dir.path / "stderr.txt";
   const std::string command = "cd '" + dir.path.string() + "' && '" + std::string(ATTNCONV_BINARY) + "' " + args +
                               " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int status = std::system(command.c_str());
   REQUIRE(WIFEXITED(status));
-  Result r{WEXITSTATUS(status), read_file(out), read_file(err)};
+  Result r{WEXITSTATUS(status), read_text(out), read_text(err)};
   fs::remove(out), fs::remove(err);
   return r;
 }
-
-std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
 json read_json(const fs::path& path) {
   std::ifstream stream(path);
@@ -120,9 +91,9 @@ void check_dump(const fs::path& dir, std::array<std::size_t, 3> input, std::arra
 }  // namespace
 
 TEST_CASE("run: report.json follows the contract, dumps have the right shapes", "[cli]") {
-  const TempDir dir;
+  const ScratchDir dir("cli");
   const fs::path cases = dir.path / "good.json", out = dir.path / "out", dumps = dir.path / "dumps";
-  write_file(cases, good_cases);
+  write_text(cases, good_cases);
   const Result r = run_attnconv(dir, "run " + quoted(cases) + " --out " + quoted(out) + " --dump-tensors " + quoted(dumps));
   INFO("stderr: " << r.err);
   CHECK(r.code == 0);
@@ -186,19 +157,19 @@ TEST_CASE("run: report.json follows the contract, dumps have the right shapes", 
     const json again = read_json(out2 / "report.json");
     for (std::size_t k = 0; k < 4; ++k) CHECK(again["cases"][k]["metrics"] == report["cases"][k]["metrics"]);
     for (const char* file : {"input.npy", "expected.npy", "actual.npy", "conv_weight.npy", "conv_bias.npy"})
-      CHECK(read_file(dumps2 / "cli-k2x3-reflect" / file) == read_file(dumps / "cli-k2x3-reflect" / file));
+      CHECK(read_text(dumps2 / "cli-k2x3-reflect" / file) == read_text(dumps / "cli-k2x3-reflect" / file));
   }
 
   SECTION("a bad case file: exit 2, file and key named, the old report left byte for byte") {
-    const std::string before = read_file(out / "report.json");
+    const std::string before = read_text(out / "report.json");
     const auto bad = [&](const std::string& file, const std::string& content, const std::string& key) {
-      write_file(dir.path / file, content);
+      write_text(dir.path / file, content);
       const Result b = run_attnconv(dir, "run " + quoted(dir.path / file) + " --out " + quoted(out));
       INFO("stderr: " << b.err);
       CHECK(b.code == 2);
       CHECK(b.err.find(file) != std::string::npos);
       CHECK(b.err.find(key) != std::string::npos);
-      CHECK(read_file(out / "report.json") == before);
+      CHECK(read_text(out / "report.json") == before);
       CHECK(std::distance(fs::directory_iterator(out), fs::directory_iterator{}) == 1);  // no temporary left
     };
     bad("typo.json",
@@ -226,14 +197,14 @@ TEST_CASE("run: report.json follows the contract, dumps have the right shapes", 
     const Result missing = run_attnconv(dir, "run " + quoted(dir.path / "nothing-here.json") + " --out " + quoted(out));
     CHECK(missing.code == 2);
     CHECK(missing.err.find("nothing-here.json") != std::string::npos);
-    CHECK(read_file(out / "report.json") == before);
+    CHECK(read_text(out / "report.json") == before);
   }
 }
 
 TEST_CASE("run: a failing case gives exit 1 and status fail", "[cli]") {
-  const TempDir dir;
+  const ScratchDir dir("cli");
   const fs::path cases = dir.path / "fails.json", out = dir.path / "out";
-  write_file(cases, R"({"cases": [
+  write_text(cases, R"({"cases": [
     {"name": "holds", "proof": "cordonnier2020.theorem1",
      "params": {"image": [5, 6], "kernel": 3, "in_channels": 2, "out_channels": 2, "heads": 9, "head_dim": 2, "padding": 1}},
     {"name": "alpha2", "proof": "cordonnier2020.theorem1",
@@ -260,9 +231,9 @@ TEST_CASE("run: a failing case gives exit 1 and status fail", "[cli]") {
 }
 
 TEST_CASE("list, proofs and --filter", "[cli]") {
-  const TempDir dir;
+  const ScratchDir dir("cli");
   const fs::path cases = dir.path / "good.json";
-  write_file(cases, good_cases);
+  write_text(cases, good_cases);
 
   const Result listed = run_attnconv(dir, "list " + quoted(cases));
   CHECK(listed.code == 0);
@@ -299,7 +270,7 @@ TEST_CASE("list, proofs and --filter", "[cli]") {
 }
 
 TEST_CASE("run: weights loaded from .npy files; unknown or missing ones are bad input", "[cli]") {
-  const TempDir dir;
+  const ScratchDir dir("cli");
   const Image<double> x = xt::reshape_view(xt::arange<double>(2 * 5 * 6) / 7.0 - 4.0, {2, 5, 6});
   const Kernel<double> w = xt::reshape_view(xt::arange<double>(3 * 2 * 3 * 3) / 11.0 - 2.0, {3, 2, 3, 3});
   const Vector<double> b{0.5, -1.0, 2.0};
@@ -316,7 +287,7 @@ TEST_CASE("run: weights loaded from .npy files; unknown or missing ones are bad 
             {{"image", {5, 6}}, {"kernel", 3}, {"in_channels", 2}, {"out_channels", 3}, {"heads", 9}, {"head_dim", 3},
              {"padding", 1}}},
            {"weights", weights}}}}};
-    write_file(dir.path / file, document.dump(2));
+    write_text(dir.path / file, document.dump(2));
     return dir.path / file;
   };
 
@@ -326,23 +297,23 @@ TEST_CASE("run: weights loaded from .npy files; unknown or missing ones are bad 
   INFO("stderr: " << r.err);
   REQUIRE(r.code == 0);
   // paths are relative to the case file: the dumps hold exactly those tensors
-  CHECK(read_file(dumps / "loaded" / "input.npy") == read_file(dir.path / "npy" / "x.npy"));
-  CHECK(read_file(dumps / "loaded" / "conv_weight.npy") == read_file(dir.path / "npy" / "w.npy"));
-  CHECK(read_file(dumps / "loaded" / "conv_bias.npy") == read_file(dir.path / "npy" / "b.npy"));
+  CHECK(read_text(dumps / "loaded" / "input.npy") == read_text(dir.path / "npy" / "x.npy"));
+  CHECK(read_text(dumps / "loaded" / "conv_weight.npy") == read_text(dir.path / "npy" / "w.npy"));
+  CHECK(read_text(dumps / "loaded" / "conv_bias.npy") == read_text(dir.path / "npy" / "b.npy"));
   ConvGeometry g;
   g.padding = {1, 1, 1, 1};
   const Image<double> expected = xt::load_npy<double>((dumps / "loaded" / "expected.npy").string());
   const bool reproduced = conv2d_gemm(x, w, std::optional<Vector<double>>(b), g) == expected;
   CHECK(reproduced);
 
-  const std::string before = read_file(out / "report.json");
+  const std::string before = read_text(out / "report.json");
   const auto bad = [&](const fs::path& file, const std::string& key) {
     const Result b = run_attnconv(dir, "run " + quoted(file) + " --out " + quoted(out));
     INFO("stderr: " << b.err);
     CHECK(b.code == 2);
     CHECK(b.err.find(file.filename().string()) != std::string::npos);
     CHECK(b.err.find("key '" + key + "'") != std::string::npos);
-    CHECK(read_file(out / "report.json") == before);
+    CHECK(read_text(out / "report.json") == before);
   };
   // a typo must not silently fall back to random numbers
   bad(case_file("typo.json", {{"inptu", "npy/x.npy"}}), "weights.inptu");

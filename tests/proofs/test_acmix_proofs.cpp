@@ -5,6 +5,7 @@
 #include <map>
 #include <xtensor/xnpy.hpp>
 
+#include "cli_support.hpp"
 #include "cases/case_loader.hpp"
 #include "io/errors.hpp"
 #include "proof/memory.hpp"
@@ -68,9 +69,9 @@ TEST_CASE("acmix2022.module dumps the paths, the derived kernel of [x; 1] and ev
                                   {"params", {{"image", {7, 9}}, {"in_channels", 4}, {"out_channels", 6}, {"heads", 2},
                                               {"kernel_att", 3}, {"kernel_conv", 5}, {"stride", 2}}}},
                                  "cases/x.json", 0);
+  const attnconv::testing::ScratchDir scratch("acmix_dump");
   RunOptions options;
-  options.dump_dir = (std::filesystem::temp_directory_path() / "attnconv_acmix_dump_test").string();
-  std::filesystem::remove_all(options.dump_dir);
+  options.dump_dir = (scratch.path / "dumps").string();
   REQUIRE(run_case(cases.at(0), options)["status"] == "pass");
   const std::string dir = options.dump_dir + "/dump-check/";
   const std::map<std::string, std::vector<std::size_t>> want{
@@ -86,7 +87,6 @@ TEST_CASE("acmix2022.module dumps the paths, the derived kernel of [x; 1] and ev
     CHECK(std::vector<std::size_t>(array.shape().begin(), array.shape().end()) == shape);
   }
   CHECK_FALSE(std::filesystem::exists(dir + "dep_conv.bias.npy"));  // the reference has none
-  std::filesystem::remove_all(options.dump_dir);
 }
 
 TEST_CASE("a decomposition case's memory estimate is linear in the pixels (a 224x224 layer fits)", "[acmix_proofs]") {

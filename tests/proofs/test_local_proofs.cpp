@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <xtensor/xnpy.hpp>
 
+#include "cli_support.hpp"
 #include "cases/case_loader.hpp"
 #include "io/errors.hpp"
 #include "run/runner.hpp"
@@ -107,9 +108,9 @@ TEST_CASE("bad local-attention parameters are errors naming the key", "[local_pr
 }
 
 TEST_CASE("the local-attention dumps hold the bias tables", "[local_proofs]") {
+  const attnconv::testing::ScratchDir scratch("local_dump");
   RunOptions options;
-  options.dump_dir = (std::filesystem::temp_directory_path() / "attnconv_local_dump_test").string();
-  std::filesystem::remove_all(options.dump_dir);
+  options.dump_dir = (scratch.path / "dumps").string();
   const auto na = expand_case({{"name", "na"}, {"proof", "hassani2023.neighborhood_attention"},
                                {"params", {{"image", {7, 8}}, {"kernel", 3}, {"window", 5}, {"in_channels", 2}, {"out_channels", 2}}}},
                               "cases/x.json", 0);
@@ -122,5 +123,4 @@ TEST_CASE("the local-attention dumps hold the bias tables", "[local_proofs]") {
   REQUIRE(run_case(swin.at(0), options)["status"] == "pass");
   CHECK(xt::load_npy<double>(options.dump_dir + "/swin/table.npy").shape() == std::vector<std::size_t>{49, 9});
   CHECK(xt::load_npy<double>(options.dump_dir + "/swin/actual_shifted.npy").shape() == std::vector<std::size_t>{2, 6, 7});
-  std::filesystem::remove_all(options.dump_dir);
 }

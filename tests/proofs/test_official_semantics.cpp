@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <xtensor/xnpy.hpp>
 
+#include "cli_support.hpp"
 #include "cases/case_loader.hpp"
 #include "io/errors.hpp"
 #include "run/runner.hpp"
@@ -80,16 +81,14 @@ TEST_CASE("Swin: rectangular windows, qkv_bias, the small-image rule and issue 2
 
 TEST_CASE("Swin refuses the old weights.table naming the new name, and the small-image rule's impossible inputs",
           "[official_semantics]") {
-  const auto folder = std::filesystem::temp_directory_path() / "attnconv_official_table";
-  std::filesystem::create_directories(folder);
-  const std::string file = (folder / "t.npy").string();
+  const attnconv::testing::ScratchDir folder("official_table");
+  const std::string file = (folder.path / "t.npy").string();
   xt::dump_npy(file, xt::xarray<double>(xt::zeros<double>({49, 9})));
   const json params = {{"image", {8, 8}}, {"kernel", 3}, {"window", 4}, {"in_channels", 1}, {"out_channels", 1}};
   const std::string old =
       error_of({{"name", "old"}, {"proof", "liu2021.swin_window_attention"}, {"params", params}, {"weights", {{"table", file}}}});
   CHECK_THAT(old, Catch::Contains("case 'old'") && Catch::Contains("weights.table") &&
                       Catch::Contains("weights.random_table"));
-  std::filesystem::remove_all(folder);
   json p = params;
   p["window"] = {4, 5}, p["small_image"] = "window_is_image";
   CHECK_THAT(error_of("liu2021.swin_window_attention", p), Catch::Contains("params.small_image"));
