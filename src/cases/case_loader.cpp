@@ -11,6 +11,7 @@
 #include "io/bounded_file.hpp"
 #include "cases/case_weights.hpp"
 #include "cases/load_within.hpp"
+#include "cases/name_filter.hpp"
 #include "io/errors.hpp"
 #include "io/json_reader.hpp"
 #include "io/quote.hpp"
@@ -145,10 +146,45 @@ WeightsMemo memo_within(double max_memory) {
   return memo;
 }
 
+// A case expanded from its object, its tensors not yet checked, and the
+// parameters its file gives at its sweep point (which the loaded tensors must
+// not contradict).
+struct Expanded {
+  Case c;
+  json given;
+};
+
+// Runs `step` on c, naming the case and the key in a ParamError's message.
+template <class Step> void naming_case(const Case& c, Step&& step) {
+  try {
+    step();
+  } catch (const ParamError& e) {
+    throw InputError(c.file + ": case '" + clip(c.name) + "': key 'params." + e.key + "': " + e.what());
+  }
+}
+
+// Checks the tensors of e (check_weights) and takes the parameters they give.
 // `memo` holds the checks of the tensors met so far in this load: a file that
 // several cases read (a layer's Theorem 1 and decomposition cases) is checked
 // once.
-std::vector<Case> expand_case_within(const json& object, const std::string& file, std::size_t index, WeightsMemo& memo) {
+Case checked(Expanded e, WeightsMemo& memo) {
+  naming_case(e.c, [&] {
+    const ProofDef& proof = *find_proof(e.c.proof);
+    check_weights(e.c, proof, memo);
+    if (apply_loaded_params(e.c, proof, e.given)) prepare_case(e.c);
+  });
+  return std::move(e.c);
+}
+
+std::vector<Case> all_checked(std::vector<Expanded> expanded, WeightsMemo& memo) {
+  std::vector<Case> cases;
+  for (auto& e : expanded) cases.push_back(checked(std::move(e), memo));
+  return cases;
+}
+
+// The cases of one object, every key checked but the tensors' data (an .npz
+// form's entries are listed from its directory).
+std::vector<Expanded> expand_case_within(const json& object, const std::string& file, std::size_t index, WeightsMemo& memo) {
   std::string label = "case #" + std::to_string(index + 1);
   if (object.is_object() && object.contains("name") && object["name"].is_string())
     label = "case '" + clip(object["name"].get<std::string>()) + "'";
@@ -247,7 +283,7 @@ std::vector<Case> expand_case_within(const json& object, const std::string& file
     points = std::move(next);
   }
 
-  std::vector<Case> cases;
+  std::vector<Expanded> cases;
   for (const auto& point : points) {
     Case expanded = c;
     expanded.sweep_point = point;
@@ -260,15 +296,11 @@ std::vector<Case> expand_case_within(const json& object, const std::string& file
       }
       expanded.name += "[" + suffix + "]";
     }
-    try {
+    naming_case(expanded, [&] {
       resolve_weights(expanded, memo);
       prepare_case(expanded);
-      check_weights(expanded, *proof, memo);
-      if (apply_loaded_params(expanded, *proof, given_params(params, point))) prepare_case(expanded);
-    } catch (const ParamError& e) {
-      throw InputError(file + ": case '" + clip(expanded.name) + "': key 'params." + e.key + "': " + e.what());
-    }
-    cases.push_back(std::move(expanded));
+    });
+    cases.push_back({std::move(expanded), given_params(params, point)});
   }
   return cases;
 }
@@ -277,13 +309,13 @@ std::vector<Case> expand_case_within(const json& object, const std::string& file
 
 std::vector<Case> expand_case(const json& object, const std::string& file, std::size_t index) {
   WeightsMemo memo = memo_within(0);
-  return expand_case_within(object, file, index, memo);
+  return all_checked(expand_case_within(object, file, index, memo), memo);
 }
 
 namespace {
 
 // The cases of one file; `run_total` counts the cases of the whole run.
-std::vector<Case> load_text(const std::string& text, const std::string& path, std::size_t& run_total, WeightsMemo& memo) {
+std::vector<Expanded> load_text(const std::string& text, const std::string& path, std::size_t& run_total, WeightsMemo& memo) {
   const json document = parse_case_json(text, path);
   if (!document.is_object()) throw InputError(path + ": the top level must be a JSON object with \"cases\": [...]");
   for (const auto& [key, value] : document.items())
@@ -293,12 +325,12 @@ std::vector<Case> load_text(const std::string& text, const std::string& path, st
   if (!document.contains("cases") || !document["cases"].is_array())
     throw InputError(path + ": key 'cases': must be a list of cases");
   for (std::size_t k = 0; k < document["cases"].size(); ++k) count_cases(document["cases"][k], path, k, run_total);
-  std::vector<Case> cases;
+  std::vector<Expanded> cases;
   std::set<std::string> names;
   for (std::size_t k = 0; k < document["cases"].size(); ++k)
-    for (auto& c : expand_case_within(document["cases"][k], path, k, memo)) {
-      if (!names.insert(c.name).second) throw InputError(path + ": case '" + clip(c.name) + "': key 'name': duplicate case name");
-      cases.push_back(std::move(c));
+    for (auto& e : expand_case_within(document["cases"][k], path, k, memo)) {
+      if (!names.insert(e.c.name).second) throw InputError(path + ": case '" + clip(e.c.name) + "': key 'name': duplicate case name");
+      cases.push_back(std::move(e));
     }
   return cases;
 }
@@ -307,7 +339,7 @@ std::vector<Case> load_text(const std::string& text, const std::string& path, st
 // cases of a few hundred bytes each fit).
 constexpr std::uintmax_t max_case_file_bytes = std::uintmax_t(64) << 20;
 
-std::vector<Case> load_file(const std::string& path, std::size_t& run_total, WeightsMemo& memo) {
+std::vector<Expanded> load_file(const std::string& path, std::size_t& run_total, WeightsMemo& memo) {
   return load_text(read_bounded_file(path, max_case_file_bytes, "case file", "use sweeps, or split it"), path, run_total,
                    memo);
 }
@@ -317,18 +349,18 @@ std::vector<Case> load_file(const std::string& path, std::size_t& run_total, Wei
 std::vector<Case> load_case_file(const std::string& path) {
   std::size_t run_total = 0;
   WeightsMemo memo = memo_within(0);
-  return load_file(path, run_total, memo);
+  return all_checked(load_file(path, run_total, memo), memo);
 }
 
 std::vector<Case> load_case_text(const std::string& text, const std::string& path) {
   std::size_t run_total = 0;
   WeightsMemo memo = memo_within(0);
-  return load_text(text, path, run_total, memo);
+  return all_checked(load_text(text, path, run_total, memo), memo);
 }
 
-std::vector<Case> load_cases(const std::vector<std::string>& paths) { return load_cases_within(paths, 0); }
+std::vector<Case> load_cases(const std::vector<std::string>& paths) { return load_selected_cases(paths, 0, {}).cases; }
 
-std::vector<Case> load_cases_within(const std::vector<std::string>& paths, double max_memory) {
+SelectedCases load_selected_cases(const std::vector<std::string>& paths, double max_memory, const CaseSelection& selection) {
   std::vector<std::string> files;
   for (const auto& path : paths) {
     std::error_code error;
@@ -353,7 +385,7 @@ std::vector<Case> load_cases_within(const std::vector<std::string>& paths, doubl
       throw InputError(path + ": no such file or folder");
     }
   }
-  std::vector<Case> cases;
+  std::vector<Expanded> expanded;
   std::set<std::string> names;
   std::set<fs::path> read;  // a file given twice (`run cases cases/a.json`) is read once
   std::size_t run_total = 0;
@@ -361,13 +393,25 @@ std::vector<Case> load_cases_within(const std::vector<std::string>& paths, doubl
   for (const auto& file : files) {
     std::error_code error;
     if (!read.insert(fs::weakly_canonical(fs::absolute(file), error)).second) continue;
-    for (auto& c : load_file(file, run_total, memo)) {
-      if (!names.insert(c.name).second)
-        throw InputError(file + ": case '" + clip(c.name) + "': key 'name': duplicate case name (also in another file)");
-      cases.push_back(std::move(c));
+    for (auto& e : load_file(file, run_total, memo)) {
+      if (!names.insert(e.c.name).second)
+        throw InputError(file + ": case '" + clip(e.c.name) + "': key 'name': duplicate case name (also in another file)");
+      expanded.push_back(std::move(e));
     }
   }
-  return cases;
+  // Chosen by name, then the chosen cases' tensors checked, in loader order.
+  std::vector<Expanded> matching;
+  SelectedCases selected;
+  for (auto& e : expanded)
+    if (selection.filter.empty() || name_matches(selection.filter, e.c.name)) {
+      selected.matched.push_back(e.c.name);
+      matching.push_back(std::move(e));
+    }
+  const std::vector<bool> kept =
+      selection.shard ? in_shard(selected.matched, *selection.shard) : std::vector<bool>(matching.size(), true);
+  for (std::size_t k = 0; k < matching.size(); ++k)
+    if (kept[k]) selected.cases.push_back(checked(std::move(matching[k]), memo));
+  return selected;
 }
 
 }  // namespace attnconv

@@ -27,15 +27,13 @@ Shard parse_shard(const std::string& text) {
   return shard;
 }
 
-std::vector<Case> select_shard(const std::vector<Case>& cases, Shard shard) {
-  std::vector<std::string> names;
-  for (const auto& c : cases) names.push_back(c.name);
-  std::sort(names.begin(), names.end());
+std::vector<bool> in_shard(const std::vector<std::string>& names, Shard shard) {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
   std::map<std::string, int> owner;
-  for (std::size_t k = 0; k < names.size(); ++k) owner[names[k]] = int(k % std::size_t(shard.count)) + 1;
-  std::vector<Case> kept;
-  for (const auto& c : cases)
-    if (owner.at(c.name) == shard.index) kept.push_back(c);
+  for (std::size_t k = 0; k < sorted.size(); ++k) owner[sorted[k]] = int(k % std::size_t(shard.count)) + 1;
+  std::vector<bool> kept;
+  for (const auto& name : names) kept.push_back(owner.at(name) == shard.index);
   return kept;
 }
 
@@ -53,9 +51,7 @@ std::string case_list_digest(const std::vector<std::string>& names) {
   return hex;
 }
 
-json shard_record(Shard shard, const std::vector<Case>& all_cases) {
-  std::vector<std::string> names;
-  for (const auto& c : all_cases) names.push_back(c.name);
+json shard_record(Shard shard, const std::vector<std::string>& names) {
   return {{"index", shard.index},
           {"count", shard.count},
           {"total_cases", names.size()},

@@ -6,9 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "proof/proof.hpp"
+#include <nlohmann/json.hpp>
 
 namespace attnconv {
+
+using json = nlohmann::json;
 
 struct Shard {
   int index = 1;  // 1-based, as in `sbatch --array=1-N`
@@ -18,8 +20,8 @@ struct Shard {
 // "I/N" with 1 <= I <= N; throws InputError otherwise.
 Shard parse_shard(const std::string& text);
 
-// The cases of `shard`, in their original (loader) order.
-std::vector<Case> select_shard(const std::vector<Case>& cases, Shard shard);
+// Whether each of `names` (the expanded cases, loader order) is in `shard`.
+std::vector<bool> in_shard(const std::vector<std::string>& names, Shard shard);
 
 // FNV-1a 64 of the sorted case names joined by '\n', as 16 hex digits: shard
 // reports of the same suite carry the same digest.
@@ -27,6 +29,6 @@ std::string case_list_digest(const std::vector<std::string>& names);
 
 // What a shard report records so that `merge` can check completeness: the
 // shard, and every expanded case name of the whole (unsharded) run, in order.
-json shard_record(Shard shard, const std::vector<Case>& all_cases);
+json shard_record(Shard shard, const std::vector<std::string>& all_names);
 
 }  // namespace attnconv

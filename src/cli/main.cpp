@@ -26,14 +26,6 @@ namespace {
 
 using namespace attnconv;
 
-std::vector<Case> select(std::vector<Case> cases, const std::string& filter) {
-  if (filter.empty()) return cases;
-  std::vector<Case> kept;
-  for (auto& c : cases)
-    if (name_matches(filter, c.name)) kept.push_back(std::move(c));
-  return kept;
-}
-
 int run_command(int argc, char** argv) {
   CLI::App app{"attnconv: numerical checks of theorems relating self-attention and convolution"};
   app.require_subcommand(1);
@@ -90,8 +82,10 @@ int run_command(int argc, char** argv) {
   if (paths.empty()) paths = {"cases"};
   try {
     const double memory_limit = max_memory_option->count() == 0 ? default_max_memory() : parse_size(max_memory);
-    const std::vector<Case> cases = select(load_cases_within(paths, memory_limit), filter);
-    if (cases.empty())
+    const CaseSelection selection{filter, workflow.shard.empty() ? std::nullopt : std::optional(parse_shard(workflow.shard))};
+    const SelectedCases selected = load_selected_cases(paths, memory_limit, selection);
+    const std::vector<Case>& cases = selected.cases;
+    if (selected.matched.empty())
       throw InputError("no case matches" + (filter.empty() ? "" : " --filter '" + clip(filter) + "'" + no_match_hint(filter)));
     if (list->parsed()) {
       for (const auto& c : cases)
@@ -100,11 +94,11 @@ int run_command(int argc, char** argv) {
     }
     options.out_dir = out_dir, options.dump_dir = dump_dir;
     options.max_memory = memory_limit;
-    const std::vector<Case> to_run = prepare_run(cases, workflow, options);
-    check_memory(to_run, memory_limit);
-    check_run_outputs(paths, to_run, options, workflow.junit, workflow.html);
+    prepare_run(selected, workflow, options);
+    check_memory(cases, memory_limit);
+    check_run_outputs(paths, cases, options, workflow.junit, workflow.html);
     const OutputLock lock = OutputLock::acquire(out_dir, std::cerr);
-    const json report = run_cases(to_run, options);
+    const json report = run_cases(cases, options);
     if (report.value("interrupted", false)) {
       std::cerr << "attnconv: interrupted by " << report["interrupted_by"].get<std::string>() << ": "
                 << report["cases"].size() << " cases finished, " << report["not_run"].size()

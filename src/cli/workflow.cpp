@@ -166,20 +166,15 @@ int failed_command(const std::exception& e) {
   return dynamic_cast<const OutputError*>(&e) ? 3 : 2;
 }
 
-std::vector<Case> prepare_run(const std::vector<Case>& cases, WorkflowOptions& options, RunOptions& run) {
-  std::vector<Case> to_run = cases;
-  if (!options.shard.empty()) {
-    const Shard shard = parse_shard(options.shard);
-    to_run = select_shard(cases, shard);
-    run.report_fields["shard"] = shard_record(shard, cases);
-  }
-  options.progress = std::make_shared<Progress>(to_run.size(), std::cerr, Progress::stderr_is_terminal(), !options.quiet);
+void prepare_run(const SelectedCases& selected, WorkflowOptions& options, RunOptions& run) {
+  if (!options.shard.empty()) run.report_fields["shard"] = shard_record(parse_shard(options.shard), selected.matched);
+  options.progress =
+      std::make_shared<Progress>(selected.cases.size(), std::cerr, Progress::stderr_is_terminal(), !options.quiet);
   run.on_case_finished = [progress = options.progress](const json& entry) { progress->case_finished(entry); };
   run.write_more_outputs = [junit = options.junit, html = options.html, out = run.out_dir](const json& report) {
     write_junit(report, junit);
     write_html(report, (std::filesystem::path(out) / "report.json").string(), html);
   };
-  return to_run;
 }
 
 void finish_run(const json& report, WorkflowOptions& options, const std::string& out_dir) {

@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cases/load_within.hpp"
 #include "run/progress.hpp"
 #include "run/runner.hpp"
 
@@ -41,9 +42,9 @@ std::optional<int> run_workflow_command(WorkflowOptions& options);
 // else 2 (bad usage or bad input).
 int failed_command(const std::exception& e);
 
-// Before run_cases: selects the shard and hooks the shard record, the
-// progress lines and the JUnit file into `run`. Returns the cases to run.
-std::vector<Case> prepare_run(const std::vector<Case>& cases, WorkflowOptions& options, RunOptions& run);
+// Before run_cases: hooks the shard record (of the filter's cases), the
+// progress lines and the JUnit file into `run`.
+void prepare_run(const SelectedCases& selected, WorkflowOptions& options, RunOptions& run);
 
 // After run_cases: the summary line.
 void finish_run(const json& report, WorkflowOptions& options, const std::string& out_dir);

@@ -160,6 +160,29 @@ TEST_CASE("--filter matches a literal case name with brackets; no match says how
                 {"no case matches --filter 'c1[alpha=*]'", "write '[[]' for a literal '['", "--filter 'c1[[]alpha=*]'"});
 }
 
+TEST_CASE("--filter and --shard read only the tensors of the cases they keep; every case's keys are still checked",
+          "[hardening]") {
+  const ScratchDir dir("selection");
+  json bad = small_case;  // sorted first: shard 1/2 of {"bad", "c1"}
+  bad["name"] = "bad", bad["weights"] = {{"input", "x.npy"}};
+  write_text(dir.path / "x.npy", "not an .npy file");
+  write_text(dir.path / "cases.json", json{{"cases", {small_case, bad}}}.dump());
+  const std::string cases = quoted(dir.path / "cases.json");
+  check_refused(dir.path / "out", cases, {"case 'bad'", "key 'weights.input'", "x.npy"});
+  check_refused(dir.path / "out", cases + " --shard 1/2", {"case 'bad'", "key 'weights.input'"});
+  const fs::path filtered = dir.path / "filtered", shard = dir.path / "shard";
+  CHECK(run_cli("run " + cases + " --quiet --filter c1 --out " + quoted(filtered)).code == 0);
+  CHECK(run_cli("run " + cases + " --quiet --shard 2/2 --out " + quoted(shard)).code == 0);
+  const json report = json::parse(read_text(shard / "report.json"));
+  CHECK(report["cases"].size() == 1);
+  CHECK(report["shard"]["all_cases"] == json::array({"c1", "bad"}));  // every name, though one case's tensor is unreadable
+  // A case left out still has its keys and parameters checked.
+  json worse = small_case;
+  worse["name"] = "worse", worse["params"]["kernel"] = "three";
+  write_text(dir.path / "worse.json", json{{"cases", {small_case, worse}}}.dump());
+  check_refused(dir.path / "out", quoted(dir.path / "worse.json") + " --filter c1", {"case 'worse'", "key 'params.kernel'"});
+}
+
 namespace {
 
 std::vector<fs::path> temporary_files(const fs::path& dir) {

@@ -10,16 +10,13 @@
 using namespace attnconv;
 
 namespace {
-// Cases that have only a name (all that sharding and merging look at).
-std::vector<Case> named(const std::vector<std::string>& names) {
-  std::vector<Case> cases;
-  for (const auto& n : names) {
-    Case c;
-    c.name = c.base_name = n;
-    c.proof = "p";
-    cases.push_back(c);
-  }
-  return cases;
+// The names of `shard` (cases/shard.hpp's in_shard), in the given order.
+std::vector<std::string> shard_of(const std::vector<std::string>& names, Shard shard) {
+  const std::vector<bool> kept = in_shard(names, shard);
+  std::vector<std::string> part;
+  for (std::size_t k = 0; k < names.size(); ++k)
+    if (kept[k]) part.push_back(names[k]);
+  return part;
 }
 }  // namespace
 
@@ -33,30 +30,27 @@ TEST_CASE("--shard parses I/N and refuses the rest", "[shard]") {
 TEST_CASE("shards partition the cases: disjoint, complete, balanced, order kept", "[shard]") {
   std::vector<std::string> names;
   for (int k = 0; k < 23; ++k) names.push_back("case-" + std::to_string((k * 7) % 23));
-  const auto cases = named(names);
   for (int count : {1, 2, 3, 5, 23, 30}) {
     std::multiset<std::string> seen;
     for (int index = 1; index <= count; ++index) {
-      const auto part = select_shard(cases, {index, count});
-      CHECK(part.size() <= cases.size() / std::size_t(count) + 1);
-      CHECK(part.size() + 1 >= cases.size() / std::size_t(count));
+      const auto part = shard_of(names, {index, count});
+      CHECK(part.size() <= names.size() / std::size_t(count) + 1);
+      CHECK(part.size() + 1 >= names.size() / std::size_t(count));
       for (std::size_t k = 1; k < part.size(); ++k) {  // loader order is kept
         const auto pos = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) - names.begin(); };
-        CHECK(pos(part[k - 1].name) < pos(part[k].name));
+        CHECK(pos(part[k - 1]) < pos(part[k]));
       }
-      for (const auto& c : part) seen.insert(c.name);
+      seen.insert(part.begin(), part.end());
     }
     CHECK(seen == std::multiset<std::string>(names.begin(), names.end()));
   }
 }
 
 TEST_CASE("the partition depends on the names only, not on their order", "[shard]") {
-  const auto forward = named({"a", "b", "c", "d", "e"}), backward = named({"e", "d", "c", "b", "a"});
+  const std::vector<std::string> forward{"a", "b", "c", "d", "e"}, backward{"e", "d", "c", "b", "a"};
   for (int index = 1; index <= 2; ++index) {
-    std::set<std::string> x, y;
-    for (const auto& c : select_shard(forward, {index, 2})) x.insert(c.name);
-    for (const auto& c : select_shard(backward, {index, 2})) y.insert(c.name);
-    CHECK(x == y);
+    const auto x = shard_of(forward, {index, 2}), y = shard_of(backward, {index, 2});
+    CHECK(std::set<std::string>(x.begin(), x.end()) == std::set<std::string>(y.begin(), y.end()));
   }
   CHECK(case_list_digest({"a", "b"}) == case_list_digest({"b", "a"}));
   CHECK(case_list_digest({"a", "b"}) != case_list_digest({"a", "c"}));
@@ -69,12 +63,11 @@ namespace {
 const std::vector<std::string> all_names{"a", "b", "c", "d", "e"};
 
 json shard_report(int index, int count, std::vector<std::string> names, const std::string& version = "0.1.0") {
-  const std::vector<Case> all = named(all_names);
   json report = {{"schema_version", 1},
                  {"tool", {{"name", "attnconv"}, {"version", version}, {"git_commit", "abc"}}},
                  {"environment", {{"host", "node" + std::to_string(index)}, {"start_time", "t"}}},
                  {"summary", {{"seconds", 1.5}}},
-                 {"shard", shard_record({index, count}, all)},
+                 {"shard", shard_record({index, count}, all_names)},
                  {"cases", json::array()}};
   for (const auto& n : names) report["cases"].push_back({{"name", n}, {"status", n == "d" ? "fail" : "pass"}});
   return report;
