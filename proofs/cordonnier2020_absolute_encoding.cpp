@@ -160,19 +160,19 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
   // the relative construction's, so the kernel it expresses as alpha -> infinity
   // is off the convolution's by weight_distance >= the Eckart-Young tail (any
   // positive distance for positions without a head).
-  const Kernel<T>& w_dense = relative.dense_weight;
+  const std::vector<Matrix<T>>& slices = relative.slices;
   const int positions = kernel[0] * kernel[1];
   const int needed = needed_head_dim(int(p.shape.in_channels), int(p.shape.out_channels));
-  out.set(metric::weight_distance, weight_distance(relative.layer, w_dense, p.options.heads));
+  out.set(metric::weight_distance, weight_distance(relative.layer, slices, p.options.heads));
   if (p.options.heads < positions || p.options.head_dim < needed) {
-    const double tail = p.options.head_dim < needed ? eckart_young_tail(w_dense, p.options.head_dim) : 0.0;
-    const double w_norm = std::sqrt(double(xt::sum(xt::square(xt::cast<double>(w_dense)))()));
+    const double tail = p.options.head_dim < needed ? eckart_young_tail(slices, p.options.head_dim) : 0.0;
+    const double weights = double(slices.size() * slices[0].size());
     out.set(metric::failure_floor, tail);
     if (p.options.head_dim < needed) out.set(metric::eckart_young, tail);
     out.set(metric::bound_note, "the bound is on the distance to the alpha -> infinity limit of the construction, "
                                 "which is not the convolution here");
     out.predicted_failure = PredictedFailure{
-        metric::weight_distance.name, tail, double(w_dense.size()) * std::numeric_limits<double>::epsilon() * w_norm,
+        metric::weight_distance.name, tail, weights * std::numeric_limits<double>::epsilon() * relative.weight_norm,
         p.options.head_dim < needed ? "the Eckart-Young distance of rank-" + std::to_string(p.options.head_dim) + " heads"
                                     : "kernel positions without a head"};
     out.message = p.options.heads < positions

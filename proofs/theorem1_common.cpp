@@ -101,9 +101,8 @@ std::vector<Metric> theorem1_metrics(std::vector<Metric> own) {
   return metrics;
 }
 
-template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kernel<T>& w_conv, int heads) {
-  const std::size_t positions = w_conv.shape(2) * w_conv.shape(3), d_h = layer.head_dim();
-  const std::vector<Matrix<T>> slices = kernel_slices_t(w_conv);
+template <class T> double weight_distance(const MhsaLayer<T>& layer, const std::vector<Matrix<T>>& slices, int heads) {
+  const std::size_t positions = slices.size(), d_h = layer.head_dim();
   double total = 0;
   for (std::size_t h = 0; h < positions; ++h) {  // |W_val^h W_out^h - M_h|_F^2, M_h = W_conv[:, :, p, q]^T
     const Matrix<T>& target = slices[h];
@@ -125,7 +124,7 @@ template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kerne
 template <class T>
 Outcome construction_outcome(const Request& request, const Theorem1Check<T>& check, const Theorem1Options& options,
                              const std::string& engine) {
-  const Kernel<T>& w_conv = check.dense_weight;  // block-diagonal slices for a grouped convolution
+  const std::vector<Matrix<T>>& slices = check.slices;  // block-diagonal for a grouped convolution
   const Difference d = compare(check.actual, check.expected);
   const FiniteAlphaBound& b = check.bound;
   const double bound = b(options.alpha);
@@ -157,21 +156,21 @@ Outcome construction_outcome(const Request& request, const Theorem1Check<T>& che
       out.message = "no alpha up to 4096 brings the bound under the tolerance: the round-off allowance alone exceeds it";
   }
 
-  const int positions = int(w_conv.shape(2) * w_conv.shape(3));
-  const int c_out = int(w_conv.shape(0)), needed = needed_head_dim(int(w_conv.shape(1)), c_out);
+  const int positions = int(slices.size());
+  const int c_out = int(slices[0].shape(1)), needed = needed_head_dim(int(slices[0].shape(0)), c_out);
   const auto note = [&](const std::string& s) { out.message += (out.message.empty() ? "" : "; ") + s; };
-  out.set(metric::weight_distance, weight_distance(check.layer, w_conv, options.heads));
+  out.set(metric::weight_distance, weight_distance(check.layer, slices, options.heads));
   if (options.head_dim < needed || options.heads < positions) {
     out.set(metric::bound_note, "the bound is on the distance to the alpha -> infinity limit of the construction, "
                                 "which is not the convolution here");
     // Eckart-Young: no rank-D_h W_val^h W_out^h is closer to a slice than its
     // singular-value tail, so weight_distance >= eckart_young exactly; both are
     // computed in double from the same weights, each within n u |W|_F.
-    const double tail = options.head_dim < needed ? eckart_young_tail(w_conv, options.head_dim) : 0.0;
-    const double w_norm = std::sqrt(double(xt::sum(xt::square(xt::cast<double>(w_conv)))()));
+    const double tail = options.head_dim < needed ? eckart_young_tail(slices, options.head_dim) : 0.0;
+    const double weights = double(slices.size() * slices[0].size());
     out.set(metric::failure_floor, tail);
     out.predicted_failure = PredictedFailure{
-        metric::weight_distance.name, tail, double(w_conv.size()) * std::numeric_limits<double>::epsilon() * w_norm,
+        metric::weight_distance.name, tail, weights * std::numeric_limits<double>::epsilon() * check.weight_norm,
         options.head_dim < needed ? "the Eckart-Young distance of rank-" + std::to_string(options.head_dim) + " heads"
                                  : "kernel positions without a head"};
   }
@@ -236,8 +235,8 @@ template std::vector<NamedTensor> head_weight_tensors(const MhsaLayer<float>&);
 template std::vector<NamedTensor> head_weight_tensors(const MhsaLayer<double>&);
 template std::vector<NamedTensor> mhsa_layer_tensors(const MhsaLayer<float>&);
 template std::vector<NamedTensor> mhsa_layer_tensors(const MhsaLayer<double>&);
-template double weight_distance(const MhsaLayer<float>&, const Kernel<float>&, int);
-template double weight_distance(const MhsaLayer<double>&, const Kernel<double>&, int);
+template double weight_distance(const MhsaLayer<float>&, const std::vector<Matrix<float>>&, int);
+template double weight_distance(const MhsaLayer<double>&, const std::vector<Matrix<double>>&, int);
 template Outcome construction_outcome(const Request&, const Theorem1Check<float>&, const Theorem1Options&,
                                       const std::string&);
 template Outcome construction_outcome(const Request&, const Theorem1Check<double>&, const Theorem1Options&,

@@ -120,7 +120,8 @@ void check_hypotheses(const Request& request, int kernel_positions, const Theore
 // sqrt(sum over kernel positions of |W_val^h W_out^h - W[:, :, p, q]^T|_F^2), the
 // positions without a head counting in full: how far the kernel the layer
 // expresses as alpha -> infinity is from the convolution's.
-template <class T> double weight_distance(const MhsaLayer<T>& layer, const Kernel<T>& w_conv, int heads);
+// `slices` are the weight's M_h = W[:, :, p, q]^T (Theorem1Check::slices).
+template <class T> double weight_distance(const MhsaLayer<T>& layer, const std::vector<Matrix<T>>& slices, int heads);
 
 // Metrics of one construction run: max_abs, rel_l2, alpha, engine, bound (and
 // its parts), weight_distance, alpha_min when the case gives a tolerance, and

@@ -98,8 +98,14 @@ template <class T> Vector<T> positional_query(const Theorem1Options& o, std::arr
 template <class T>
 MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
                             const Theorem1Options& options) {
-  const std::size_t d_out = w_conv.shape(0), d_in = w_conv.shape(1);
-  const std::array<int, 2> kernel{int(w_conv.shape(2)), int(w_conv.shape(3))};
+  return theorem1_layer(kernel_slices_t(w_conv), {int(w_conv.shape(2)), int(w_conv.shape(3))}, bias, options);
+}
+
+template <class T>
+MhsaLayer<T> theorem1_layer(const std::vector<Matrix<T>>& slices, std::array<int, 2> kernel,
+                            const std::optional<Vector<T>>& bias, const Theorem1Options& options) {
+  if (slices.size() != std::size_t(kernel[0] * kernel[1])) throw std::invalid_argument("theorem1_layer: a slice per kernel position");
+  const std::size_t d_out = slices[0].shape(1), d_in = slices[0].shape(0);
   if (options.heads < 1 || options.head_dim < 1) throw std::invalid_argument("theorem1_layer: heads, head_dim >= 1");
   const std::size_t heads = std::size_t(options.heads), d_h = std::size_t(options.head_dim);
   const std::size_t d_p = std::size_t(encoding_dim(options.encoding)), d_k = d_p;  // W^_key = I_{D_p}
@@ -113,7 +119,6 @@ MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<
   layer.encoding = options.encoding;
   layer.w_out = xt::zeros<T>({heads * d_h, d_out});
   layer.b_out = bias ? *bias : Vector<T>(xt::zeros<T>({d_out}));
-  const std::vector<Matrix<T>> slices = kernel_slices_t(w_conv);
   for (std::size_t h = 0; h < heads; ++h) {
     AttentionHead<T> head;
     head.w_qry = xt::zeros<T>({d_in, d_k});
@@ -135,8 +140,12 @@ MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<
 }
 
 template <class T> double eckart_young_tail(const Kernel<T>& w_conv, int head_dim) {
+  return eckart_young_tail(kernel_slices_t(w_conv), head_dim);
+}
+
+template <class T> double eckart_young_tail(const std::vector<Matrix<T>>& slices, int head_dim) {
   double tail = 0;
-  for (const Matrix<T>& slice : kernel_slices_t(w_conv)) {  // positions (p, q) in row-major order
+  for (const Matrix<T>& slice : slices) {  // positions (p, q) in row-major order
     const xt::xtensor<double, 2> m = xt::cast<double>(slice);
     const auto sigma = std::get<1>(xt::linalg::svd(m, false, /*compute_uv=*/false));
     for (std::size_t k = std::size_t(head_dim); k < sigma.shape(0); ++k) tail += sigma(k) * sigma(k);
@@ -160,8 +169,14 @@ template MhsaLayer<float> theorem1_layer(const Kernel<float>&, const std::option
                                         const Theorem1Options&);
 template MhsaLayer<double> theorem1_layer(const Kernel<double>&, const std::optional<Vector<double>>&,
                                          const Theorem1Options&);
+template MhsaLayer<float> theorem1_layer(const std::vector<Matrix<float>>&, std::array<int, 2>,
+                                        const std::optional<Vector<float>>&, const Theorem1Options&);
+template MhsaLayer<double> theorem1_layer(const std::vector<Matrix<double>>&, std::array<int, 2>,
+                                         const std::optional<Vector<double>>&, const Theorem1Options&);
 template double eckart_young_tail(const Kernel<float>&, int);
 template double eckart_young_tail(const Kernel<double>&, int);
+template double eckart_young_tail(const std::vector<Matrix<float>>&, int);
+template double eckart_young_tail(const std::vector<Matrix<double>>&, int);
 template Image<float> align_to_convolution(const Image<float>&, std::array<int, 2>, const ConvGeometry&,
                                            std::array<int, 2>);
 template Image<double> align_to_convolution(const Image<double>&, std::array<int, 2>, const ConvGeometry&,

@@ -56,10 +56,17 @@ template <class T>
 MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<T>>& bias,
                             const Theorem1Options& options);
 
+// The same layer from the kernel's slices M_h = W_conv[:, :, p, q]^T (D_in x
+// D_out, h = p K2 + q; kernel_slices_t), for a caller that keeps them.
+template <class T>
+MhsaLayer<T> theorem1_layer(const std::vector<Matrix<T>>& slices, std::array<int, 2> kernel,
+                            const std::optional<Vector<T>>& bias, const Theorem1Options& options);
+
 // Eckart-Young: sqrt(sum over kernel positions of the squared singular values
 // of W[:, :, p, q] beyond rank `head_dim`) - the distance to the convolution
 // weight that no choice of W_val, W_out with D_h = head_dim can beat.
 template <class T> double eckart_young_tail(const Kernel<T>& w_conv, int head_dim);
+template <class T> double eckart_young_tail(const std::vector<Matrix<T>>& slices, int head_dim);
 
 // The MHSA output of the padded image, read at padded coordinates
 // (i*s1 + c1*d1, j*s2 + c2*d2): crop plus subsample, aligned to the convolution.

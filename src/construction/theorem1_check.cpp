@@ -1,10 +1,12 @@
 #include "construction/theorem1_check.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "ops/dense_kernel.hpp"
 
+#include <xtensor/xmath.hpp>
 #include <xtensor/xview.hpp>
 
 namespace attnconv {
@@ -53,8 +55,13 @@ Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, cons
   // The convolution, its dense kernel (a grouped kernel's block-diagonal slices,
   // docs/design.md "Groups") and the construction's layer of it.
   out.expected = conv2d_gemm(x, w_conv, bias, g);
-  out.dense_weight = dense_kernel(w_conv, g.groups);
-  out.layer = theorem1_layer(out.dense_weight, bias, options);
+  const auto set_dense = [&out](const Kernel<T>& dense) {  // groups == 1: the weight itself, not a copy
+    out.slices = kernel_slices_t(dense);
+    out.weight_norm = std::sqrt(double(xt::sum(xt::square(xt::cast<double>(dense)))()));
+  };
+  if (g.groups == 1) set_dense(w_conv);
+  else set_dense(dense_kernel(w_conv, g.groups));
+  out.layer = theorem1_layer(out.slices, kernel, bias, options);
   const Image<T> xpad = pad(x, g.padding, g.padding_mode);
   const Matrix<T> tokens = image_to_tokens(xpad);
   const QueryGrid queries = convolution_queries(kernel, g, {int(out.expected.shape(1)), int(out.expected.shape(2))});

@@ -44,8 +44,12 @@ FiniteAlphaBound construction_bound(const MhsaLayer<T>& layer, const Matrix<T>& 
 template <class T> struct Theorem1Check {
   Image<T> expected;        // conv2d_gemm: the convolution to match
   Image<T> actual;          // the MHSA of the padded image, aligned to `expected`
-  Kernel<T> dense_weight;   // the convolution's weight, dense (ops/dense_kernel.hpp: block-diagonal slices for groups > 1)
-  MhsaLayer<T> layer;       // the construction, of dense_weight
+  // The slices M_h = W[:, :, p, q]^T (D_in x D_out, h = p K2 + q) of the
+  // convolution's weight, dense (ops/dense_kernel.hpp: block-diagonal for
+  // groups > 1), made once for the construction and the weight distance.
+  std::vector<Matrix<T>> slices;
+  double weight_norm = 0;   // |W|_F of the dense weight, in double
+  MhsaLayer<T> layer;       // the construction, of the slices
   FiniteAlphaBound bound;   // on the padded image
 };
 
