@@ -409,6 +409,16 @@ SelectedCases load_selected_cases(const std::vector<std::string>& paths, double 
     }
   const std::vector<bool> kept =
       selection.shard ? in_shard(selected.matched, *selection.shard) : std::vector<bool>(matching.size(), true);
+  // The .npz files' digests made on a second thread while the entries are checked here.
+  std::vector<std::string> npz_files;
+  std::set<std::string> listed;
+  for (std::size_t k = 0; k < matching.size(); ++k)
+    if (kept[k])
+      for (const auto& [key, value] : matching[k].c.weights.items())
+        if (value.is_object() && value.contains("file") && value["file"].is_string())
+          if (const std::string path = source_path(matching[k].c.file, {value["file"].get<std::string>(), ""}); listed.insert(path).second)
+            npz_files.push_back(path);
+  const DigestsAhead ahead(std::move(npz_files));
   for (std::size_t k = 0; k < matching.size(); ++k)
     if (kept[k]) selected.cases.push_back(checked(std::move(matching[k]), memo));
   return selected;

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -76,10 +77,39 @@ FileDigest cached_file_digest(const std::string& path) {
   const std::string key = fs::weakly_canonical(fs::absolute(path), error).string() + "|" + std::to_string(size) + "|" +
                           std::to_string(time);
   static std::mutex mutex;
-  static std::map<std::string, FileDigest> digests;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (const auto found = digests.find(key); found != digests.end()) return found->second;
-  return digests.emplace(key, file_digest(path)).first->second;
+  static std::map<std::string, std::shared_future<FileDigest>> digests;
+  std::promise<FileDigest> made;
+  std::shared_future<FileDigest> digest;
+  bool mine = false;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto found = digests.find(key);
+    mine = found == digests.end();
+    digest = mine ? digests.emplace(key, made.get_future().share()).first->second : found->second;
+  }
+  if (mine) try {  // hashed outside the lock: another file's digest may be asked for meanwhile
+      made.set_value(file_digest(path));
+    } catch (...) {
+      made.set_exception(std::current_exception());
+    }
+  return digest.get();
+}
+
+DigestsAhead::DigestsAhead(std::vector<std::string> paths)
+    : worker_([this, paths = std::move(paths)] {
+        for (const auto& path : paths) {
+          if (stop_) return;
+          try {
+            cached_file_digest(path);
+          } catch (const std::exception&) {
+            // met again, and reported, by the caller's cached_file_digest
+          }
+        }
+      }) {}
+
+DigestsAhead::~DigestsAhead() {
+  stop_ = true;
+  worker_.join();
 }
 
 FileDigest file_digest(const std::string& path) {

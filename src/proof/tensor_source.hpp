@@ -3,8 +3,10 @@
 // an .npy file, or an entry of an .npz file (numpy.savez), each path relative
 // to the case file. In a resolved "weights" object a source is the .npy path
 // (a string) or {"file": "<.npz path>", "entry": "<name>"}.
+#include <atomic>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/npy_check.hpp"
@@ -52,7 +54,24 @@ NpyTensor<T> read_tensor_source(const std::string& case_file, const TensorSource
 // Size and SHA-256 of the whole file at `path`, read in blocks.
 FileDigest file_digest(const std::string& path);
 // file_digest, once per file (path, size and modification time) in a process:
-// the cases of a network share one state_dict.
+// the cases of a network share one state_dict. A digest under way on another
+// thread is waited for, not made again.
 FileDigest cached_file_digest(const std::string& path);
+
+// Makes the cached_file_digest of each of `paths`, in order, on a thread of its
+// own, while the caller goes on (the loader checks the entries of one file
+// while the next is hashed). A problem is left for the caller's own
+// cached_file_digest to meet. The destructor stops after the file under way.
+class DigestsAhead {
+ public:
+  explicit DigestsAhead(std::vector<std::string> paths);
+  ~DigestsAhead();
+  DigestsAhead(const DigestsAhead&) = delete;
+  DigestsAhead& operator=(const DigestsAhead&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread worker_;
+};
 
 }  // namespace attnconv
