@@ -172,7 +172,7 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
     out.set(metric::bound_note, "the bound is on the distance to the alpha -> infinity limit of the construction, "
                                 "which is not the convolution here");
     out.predicted_failure = PredictedFailure{
-        metric::weight_distance.name, tail, weights * std::numeric_limits<double>::epsilon() * relative.weight_norm,
+        metric::weight_distance.name, tail, weights * std::numeric_limits<double>::epsilon() * relative.weight_norm.value(),
         p.options.head_dim < needed ? "the Eckart-Young distance of rank-" + std::to_string(p.options.head_dim) + " heads"
                                     : "kernel positions without a head"};
     out.message = p.options.heads < positions

@@ -41,8 +41,6 @@ double theorem1_memory(const ConvShape& shape, const ConvGeometry& g, const Theo
   return process_bytes + std::max(during_mhsa, at_end);
 }
 
-int needed_head_dim(int in_channels, int out_channels) { return std::min(in_channels, out_channels); }
-
 void check_hypotheses(const Request& request, int kernel_positions, const Theorem1Options& options, int in_channels,
                       int out_channels) {
   if (request.expect != Expect::hold) return;
@@ -170,7 +168,7 @@ Outcome construction_outcome(const Request& request, const Theorem1Check<T>& che
     const double weights = double(slices.size() * slices[0].size());
     out.set(metric::failure_floor, tail);
     out.predicted_failure = PredictedFailure{
-        metric::weight_distance.name, tail, weights * std::numeric_limits<double>::epsilon() * check.weight_norm,
+        metric::weight_distance.name, tail, weights * std::numeric_limits<double>::epsilon() * check.weight_norm.value(),
         options.head_dim < needed ? "the Eckart-Young distance of rank-" + std::to_string(options.head_dim) + " heads"
                                  : "kernel positions without a head"};
   }

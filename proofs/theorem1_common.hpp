@@ -106,12 +106,6 @@ inline const Metric bound_note{.name = "bound_note", .type = MetricType::string,
 // The metrics construction_outcome reports, then a proof's `own`.
 std::vector<Metric> theorem1_metrics(std::vector<Metric> own);
 
-// The head_dim the construction needs: a head expresses one kernel slice
-// W[:, :, p, q] (C_out x C_in) as W_val W_out of rank <= D_h, and a slice has
-// rank <= min(C_in, C_out), generically equal; a grouped slice is
-// block-diagonal with the same bound (docs/design.md, "Groups").
-int needed_head_dim(int in_channels, int out_channels);
-
 // With "expect": "hold", Theorem 1's hypotheses: heads >= kernel positions,
 // head_dim >= needed_head_dim. Throws ParamError.
 void check_hypotheses(const Request& request, int kernel_positions, const Theorem1Options& options, int in_channels,

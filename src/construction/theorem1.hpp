@@ -3,6 +3,7 @@
 // MHSA layer (quadratic encoding, D_p = 3; or the 1D and generalised quadratic
 // encodings) that express a given K1 x K2 convolution, and the pad-then-crop-and-subsample alignment of the paper's
 // remarks on padding, stride and dilation.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -61,6 +62,12 @@ MhsaLayer<T> theorem1_layer(const Kernel<T>& w_conv, const std::optional<Vector<
 template <class T>
 MhsaLayer<T> theorem1_layer(const std::vector<Matrix<T>>& slices, std::array<int, 2> kernel,
                             const std::optional<Vector<T>>& bias, const Theorem1Options& options);
+
+// The head_dim the construction needs: a head expresses one kernel slice
+// W[:, :, p, q] (C_out x C_in) as W_val W_out of rank <= D_h, and a slice has
+// rank <= min(C_in, C_out), generically equal; a grouped slice is
+// block-diagonal with the same bound (docs/design.md, "Groups").
+inline int needed_head_dim(int in_channels, int out_channels) { return std::min(in_channels, out_channels); }
 
 // Eckart-Young: sqrt(sum over kernel positions of the squared singular values
 // of W[:, :, p, q] beyond rank `head_dim`) - the distance to the convolution
