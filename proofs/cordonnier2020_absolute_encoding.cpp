@@ -164,7 +164,7 @@ template <class T> Outcome verify(const Case& c, const AbsoluteParams& p) {
   const int positions = kernel[0] * kernel[1];
   const int needed = needed_head_dim(int(p.shape.in_channels), int(p.shape.out_channels));
   out.set(metric::weight_distance, weight_distance(relative.layer, slices, p.options.heads));
-  if (p.options.heads < positions || p.options.head_dim < needed) {
+  if (!expresses_kernel(p.options, positions, int(p.shape.in_channels), int(p.shape.out_channels))) {
     const double tail = p.options.head_dim < needed ? eckart_young_tail(slices, p.options.head_dim) : 0.0;
     const double weights = double(slices.size() * slices[0].size());
     out.set(metric::failure_floor, tail);

@@ -158,7 +158,7 @@ Outcome construction_outcome(const Request& request, const Theorem1Check<T>& che
   const int c_out = int(slices[0].shape(1)), needed = needed_head_dim(int(slices[0].shape(0)), c_out);
   const auto note = [&](const std::string& s) { out.message += (out.message.empty() ? "" : "; ") + s; };
   out.set(metric::weight_distance, weight_distance(check.layer, slices, options.heads));
-  if (options.head_dim < needed || options.heads < positions) {
+  if (!expresses_kernel(options, positions, int(slices[0].shape(0)), c_out)) {
     out.set(metric::bound_note, "the bound is on the distance to the alpha -> infinity limit of the construction, "
                                 "which is not the convolution here");
     // Eckart-Young: no rank-D_h W_val^h W_out^h is closer to a slice than its

@@ -412,12 +412,14 @@ SelectedCases load_selected_cases(const std::vector<std::string>& paths, double 
   // The .npz files' digests made on a second thread while the entries are checked here.
   std::vector<std::string> npz_files;
   std::set<std::string> listed;
-  for (std::size_t k = 0; k < matching.size(); ++k)
-    if (kept[k])
-      for (const auto& [key, value] : matching[k].c.weights.items())
-        if (value.is_object() && value.contains("file") && value["file"].is_string())
-          if (const std::string path = source_path(matching[k].c.file, {value["file"].get<std::string>(), ""}); listed.insert(path).second)
-            npz_files.push_back(path);
+  for (std::size_t k = 0; k < matching.size(); ++k) {
+    if (!kept[k]) continue;
+    for (const auto& [key, value] : matching[k].c.weights.items()) {
+      const TensorSource source = tensor_source(value);  // a form read_weights_keys checked
+      const std::string path = source_path(matching[k].c.file, source);
+      if (!source.entry.empty() && listed.insert(path).second) npz_files.push_back(path);
+    }
+  }
   const DigestsAhead ahead(std::move(npz_files));
   for (std::size_t k = 0; k < matching.size(); ++k)
     if (kept[k]) selected.cases.push_back(checked(std::move(matching[k]), memo));

@@ -69,6 +69,12 @@ MhsaLayer<T> theorem1_layer(const std::vector<Matrix<T>>& slices, std::array<int
 // block-diagonal with the same bound (docs/design.md, "Groups").
 inline int needed_head_dim(int in_channels, int out_channels) { return std::min(in_channels, out_channels); }
 
+// Whether the layer expresses the kernel exactly (Theorem 1's hypotheses): a
+// head per kernel position and head_dim >= needed_head_dim.
+inline bool expresses_kernel(const Theorem1Options& options, int positions, int in_channels, int out_channels) {
+  return options.heads >= positions && options.head_dim >= needed_head_dim(in_channels, out_channels);
+}
+
 // Eckart-Young: sqrt(sum over kernel positions of the squared singular values
 // of W[:, :, p, q] beyond rank `head_dim`) - the distance to the convolution
 // weight that no choice of W_val, W_out with D_h = head_dim can beat.

@@ -55,8 +55,8 @@ Theorem1Check<T> check_theorem1(const Image<T>& x, const Kernel<T>& w_conv, cons
   // The convolution, its dense kernel (a grouped kernel's block-diagonal slices,
   // docs/design.md "Groups") and the construction's layer of it.
   out.expected = conv2d_gemm(x, w_conv, bias, g);
-  const bool inexact = options.heads < kernel[0] * kernel[1] ||
-                       options.head_dim < needed_head_dim(int(w_conv.shape(1)) * g.groups, int(w_conv.shape(0)));
+  const bool inexact =
+      !expresses_kernel(options, kernel[0] * kernel[1], int(w_conv.shape(1)) * g.groups, int(w_conv.shape(0)));
   const auto set_dense = [&](const Kernel<T>& dense) {  // groups == 1: the weight itself, not a copy
     out.slices = kernel_slices_t(dense);
     if (inexact) out.weight_norm = std::sqrt(double(xt::sum(xt::square(xt::cast<double>(dense)))()));

@@ -49,7 +49,7 @@ template <class T> struct Theorem1Check {
   // groups > 1), made once for the construction and the weight distance.
   std::vector<Matrix<T>> slices;
   // |W|_F of the dense weight, in double, when the layer cannot express it
-  // (heads < K1 K2 or head_dim < needed_head_dim): what a predicted failure's
+  // (not expresses_kernel): what a predicted failure's
   // round-off allowance scales with.
   std::optional<double> weight_norm;
   MhsaLayer<T> layer;       // the construction, of the slices
