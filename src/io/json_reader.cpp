@@ -123,10 +123,51 @@ class StrictReader {
   std::map<std::size_t, std::string> case_names_;
 };
 
+// The same DOM and the same refusals as StrictReader, without the bookkeeping
+// its messages need (a key path per event, a set of keys per object): it only
+// counts keys and depth, and gives up at the first problem. A repeated key
+// shows afterwards as an object with fewer members than keys were read.
+// parse_case_json runs StrictReader for the message whenever this one gives up.
+class CountingReader {
+ public:
+  explicit CountingReader(json& result) : dom_(result, false) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
+  bool string(json::string_t& v) { return dom_.string(v); }
+  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) { return depth_++ < max_json_depth && dom_.start_object(n); }
+  bool start_array(std::size_t n) { return depth_++ < max_json_depth && dom_.start_array(n); }
+  bool end_object() { return --depth_, dom_.end_object(); }
+  bool end_array() { return --depth_, dom_.end_array(); }
+  bool key(json::string_t& k) { return ++keys_, dom_.key(k); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+  std::size_t keys() const { return keys_; }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::size_t depth_ = 0, keys_ = 0;
+};
+
+// The members of every object in `value` (its depth is at most max_json_depth).
+std::size_t members(const json& value) {
+  std::size_t n = value.is_object() ? value.size() : 0;
+  if (value.is_structured())
+    for (const json& child : value) n += members(child);
+  return n;
+}
+
 }  // namespace
 
 json parse_case_json(const std::string& text, const std::string& path) {
   json result;
+  CountingReader counting(result);
+  if (json::sax_parse(text, &counting) && members(result) == counting.keys()) return result;
+  result = json();  // malformed, too deep or a key repeated: parsed again for where
   StrictReader reader(result, text, path);
   json::sax_parse(text, &reader);
   return result;

@@ -245,7 +245,7 @@ Scan scan_npy_stream(std::istream& stream, std::uintmax_t size, const std::strin
                 std::to_string(wanted) + " bytes, the file has " + std::to_string(size));
 
   Sha256 hash;
-  std::vector<char> buffer(std::max<std::size_t>(header.data_offset, std::size_t(1) << 20));
+  std::vector<char> buffer(std::max(header.data_offset, hash_read_bytes));
   stream.seekg(0);
   if (!stream.read(buffer.data(), std::streamsize(header.data_offset))) return fail(shown + " is truncated");
   hash.update(buffer.data(), header.data_offset);

@@ -116,7 +116,7 @@ FileDigest file_digest(const std::string& path) {
   std::ifstream stream(path, std::ios::binary);
   if (!stream) throw std::runtime_error("cannot read " + clip(path, PATH_MAX));
   Sha256 hash;
-  std::vector<char> buffer(std::size_t(1) << 20);
+  std::vector<char> buffer(hash_read_bytes);
   FileDigest digest;
   while (stream) {
     stream.read(buffer.data(), std::streamsize(buffer.size()));
