@@ -8,6 +8,9 @@
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
+
+#include "parallel/threads.hpp"
 
 namespace attnconv {
 
@@ -82,7 +85,7 @@ struct Path {
 
 class Validator {
  public:
-  explicit Validator(const json& root) : root_(root) {}
+  explicit Validator(const json& root, bool worker = false) : root_(root), worker_(worker) {}
 
   enum Keyword { k_ref, k_additionalProperties, k_allOf, k_anyOf, k_const, k_else, k_enum, k_exclusiveMaximum, k_exclusiveMinimum, k_if, k_items, k_maxItems, k_maxLength, k_maxProperties, k_maximum, k_minItems, k_minLength, k_minProperties, k_minimum, k_not, k_oneOf, k_pattern, k_properties, k_required, k_then, k_type, k_uniqueItems, keyword_count };
   static constexpr const char* keyword_names[] = {"$ref", "additionalProperties", "allOf", "anyOf", "const", "else", "enum", "exclusiveMaximum", "exclusiveMinimum", "if", "items", "maxItems", "maxLength", "maxProperties", "maximum", "minItems", "minLength", "minProperties", "minimum", "not", "oneOf", "pattern", "properties", "required", "then", "type", "uniqueItems"};
@@ -166,9 +169,11 @@ class Validator {
           for (std::size_t j = i + 1; j < value.size(); ++j)
             if (equal(value[i], value[j]))
               return fail(path, [&] { return "must not repeat an item, repeats " + shown(value[i]); });
-      if (kw[k_items])
+      if (kw[k_items]) {
+        if (value.size() >= split_items && !worker_) return check_items_split(*kw[k_items], value, path, explain, depth);
         for (std::size_t k = 0; k < value.size(); ++k)
           if (auto e = check((*kw[k_items]), value[k], path.item(k), explain, depth)) return e;
+      }
     }
     if (value.is_object()) {
       if (kw[k_required])
@@ -253,6 +258,25 @@ class Validator {
   }
 
  private:
+  // A long array (a report's cases) is checked in blocks of items on the
+  // engine threads, each thread with its own validator (the caches are not
+  // shared); the violation returned is the first block's first, as one walk
+  // in order would meet it.
+  static constexpr std::size_t split_items = 4096, split_block = 1024;
+  std::optional<std::string> check_items_split(const json& items, const json& value, const Path& path, bool explain,
+                                               int depth) const {
+    const std::size_t blocks = (value.size() + split_block - 1) / split_block;
+    std::vector<Validator> workers(parallel_threads(blocks), Validator(root_, true));
+    std::vector<std::optional<std::string>> found(blocks);
+    parallel_for(blocks, [&](std::size_t b, std::size_t t) {
+      for (std::size_t k = b * split_block; k < std::min(value.size(), (b + 1) * split_block) && !found[b]; ++k)
+        found[b] = workers[t].check(items, value[k], path.item(k), explain, depth);
+    });
+    for (auto& e : found)
+      if (e) return e;
+    return std::nullopt;
+  }
+
   static const std::set<std::string>& known_keywords() {
     static const std::set<std::string> keywords{
         "$schema", "$id",      "$defs",     "$ref",     "title",    "description", "default",
@@ -288,6 +312,7 @@ class Validator {
   }
 
   const json& root_;
+  bool worker_;  // a thread of check_items_split: splits no further
   mutable std::map<std::string, std::regex> regexes_;
   mutable std::unordered_map<const json*, Keywords> keywords_;
 };

@@ -1,10 +1,13 @@
 #include "report/report_validation.hpp"
 
+#include <exception>
 #include <map>
+#include <vector>
 
 #include "io/bounded_file.hpp"
 #include "io/errors.hpp"
 #include "io/json_reader.hpp"
+#include "parallel/threads.hpp"
 #include "report/json_schema.hpp"
 #include "report/schema.hpp"
 #include "proof/verdict.hpp"
@@ -72,7 +75,19 @@ void validate_report(const json& report, const std::string& file) {
                   "says " + said.dump() + " but the cases give " + std::to_string(count) + " (the summary does not add up)");
     }
   }
-  for (std::size_t k = 0; k < cases.size(); ++k) check_case_params(cases[k], k, file);
+  // Each case's parameters on the engine threads (a check reads only its own
+  // entry and its tensors); the error reported is the first case's, whatever
+  // the thread count.
+  std::vector<std::exception_ptr> errors(cases.size());
+  parallel_for(cases.size(), [&](std::size_t k, std::size_t) {
+    try {
+      check_case_params(cases[k], k, file);
+    } catch (...) {
+      errors[k] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
 }
 
 json read_validated_report(const std::string& path) {

@@ -255,3 +255,38 @@ TEST_CASE("the JSON Schema subset: each keyword accepts and refuses, unknown key
   CHECK_THROWS_AS(violation({{"$ref", "#/$defs/none"}}, 1), std::logic_error);
   CHECK(violation(false, 1) == "(top level): is not allowed here");
 }
+
+TEST_CASE("a long report is checked on threads, and its first bad case is the one named", "[report_validation]") {
+  const ScratchDir dir("report_validation_long");
+  const json report = real_report(dir.path);
+  json long_report = report;
+  long_report["cases"] = json::array();
+  const std::size_t copies = 3000;  // 9000 cases: the schema's blocks of items and the params checks run on threads
+  for (std::size_t k = 0; k < copies; ++k)
+    for (const json& c : report["cases"]) long_report["cases"].push_back(c);
+  for (const char* key : {"total", "passed", "failed", "errored"})
+    long_report["summary"][key] = report["summary"][key].get<std::size_t>() * copies;
+  for (auto& [verdict, count] : long_report["summary"]["verdicts"].items()) count = count.get<std::size_t>() * copies;
+  REQUIRE_NOTHROW(validate_report(long_report, "long.json"));
+  const auto message = [&](const json& r) {
+    try {
+      validate_report(r, "long.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const char* problem : {"a status no report has", "a kernel wider than the image"}) {
+    INFO(problem);
+    json bad = long_report;
+    for (const std::size_t k : {std::size_t(8500), std::size_t(5003), std::size_t(7000)}) {
+      if (problem[0] == 'a' && problem[2] == 's')
+        bad["cases"][k]["status"] = "PASS";
+      else
+        bad["cases"][k]["params"]["kernel"] = 9;
+    }
+    const std::string text = message(bad);
+    INFO(text);
+    CHECK(contains(text, "long.json: key 'cases[5003]"));
+  }
+}
