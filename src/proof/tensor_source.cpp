@@ -95,21 +95,23 @@ FileDigest cached_file_digest(const std::string& path) {
   return digest.get();
 }
 
-DigestsAhead::DigestsAhead(std::vector<std::string> paths)
-    : worker_([this, paths = std::move(paths)] {
-        for (const auto& path : paths) {
-          if (stop_) return;
-          try {
-            cached_file_digest(path);
-          } catch (const std::exception&) {
-            // met again, and reported, by the caller's cached_file_digest
-          }
-        }
-      }) {}
+DigestsAhead::DigestsAhead(std::vector<std::string> paths) {
+  if (paths.empty()) return;  // no thread for nothing to hash
+  worker_ = std::thread([this, paths = std::move(paths)] {
+    for (const auto& path : paths) {
+      if (stop_) return;
+      try {
+        cached_file_digest(path);
+      } catch (const std::exception&) {
+        // met again, and reported, by the caller's cached_file_digest
+      }
+    }
+  });
+}
 
 DigestsAhead::~DigestsAhead() {
   stop_ = true;
-  worker_.join();
+  if (worker_.joinable()) worker_.join();
 }
 
 FileDigest file_digest(const std::string& path) {
