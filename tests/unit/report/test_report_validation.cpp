@@ -268,25 +268,11 @@ TEST_CASE("a long report is checked on threads, and its first bad case is the on
     long_report["summary"][key] = report["summary"][key].get<std::size_t>() * copies;
   for (auto& [verdict, count] : long_report["summary"]["verdicts"].items()) count = count.get<std::size_t>() * copies;
   REQUIRE_NOTHROW(validate_report(long_report, "long.json"));
-  const auto message = [&](const json& r) {
-    try {
-      validate_report(r, "long.json");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  for (const char* problem : {"a status no report has", "a kernel wider than the image"}) {
-    INFO(problem);
+  // a status the schema refuses; a kernel wider than the image, which only the proof's own check refuses
+  for (const auto& [member, value] : std::vector<std::pair<std::string, json>>{{"status", "PASS"}, {"params/kernel", 9}}) {
+    INFO(member);
     json bad = long_report;
-    for (const std::size_t k : {std::size_t(8500), std::size_t(5003), std::size_t(7000)}) {
-      if (problem[0] == 'a' && problem[2] == 's')
-        bad["cases"][k]["status"] = "PASS";
-      else
-        bad["cases"][k]["params"]["kernel"] = 9;
-    }
-    const std::string text = message(bad);
-    INFO(text);
-    CHECK(contains(text, "long.json: key 'cases[5003]"));
+    for (const std::size_t k : {8500, 5003, 7000}) bad[json::json_pointer("/cases/" + std::to_string(k) + "/" + member)] = value;
+    CHECK_THROWS_WITH(validate_report(bad, "long.json"), Catch::Contains("long.json: key 'cases[5003]"));
   }
 }
