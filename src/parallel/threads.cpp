@@ -46,14 +46,26 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t, std::
     for (std::size_t i = 0; i < count; ++i) fn(i, 0);
     return;
   }
+  // The exception of the smallest index that threw, whatever the thread count:
+  // a thread stops once its next index is past the smallest failure so far, so
+  // every index below the one finally recorded has run (and did not throw).
   std::exception_ptr error;
+  std::size_t error_index = count;
+  std::atomic<std::size_t> first_failure{count};
   std::mutex error_mutex;
   const auto work = [&](std::size_t t) {
-    try {
-      for (std::size_t i = t; i < count; i += threads) fn(i, t);
-    } catch (...) {
-      const std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
+    for (std::size_t i = t; i < count && i < first_failure.load(); i += threads) {
+      try {
+        fn(i, t);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (i < error_index) {
+          error_index = i;
+          error = std::current_exception();
+          first_failure.store(i);
+        }
+        return;
+      }
     }
   };
   std::vector<std::thread> pool;
