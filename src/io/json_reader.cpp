@@ -1,5 +1,6 @@
 #include "io/json_reader.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -130,7 +131,9 @@ class StrictReader {
 // parse_case_json runs StrictReader for the message whenever this one gives up.
 class CountingReader {
  public:
-  explicit CountingReader(json& result) : dom_(result, false) {}
+  // `depth`: the arrays and objects around the text parsed (a block of items of
+  // an array inside the top-level object is one level deeper than its text shows).
+  explicit CountingReader(json& result, std::size_t depth = 0) : dom_(result, false), depth_(depth) {}
 
   bool null() { return dom_.null(); }
   bool boolean(bool v) { return dom_.boolean(v); }
@@ -150,7 +153,7 @@ class CountingReader {
 
  private:
   nlohmann::detail::json_sax_dom_parser<json> dom_;
-  std::size_t depth_ = 0, keys_ = 0;
+  std::size_t depth_, keys_ = 0;
 };
 
 // The members of every object in `value` (its depth is at most max_json_depth).
@@ -161,12 +164,96 @@ std::size_t members(const json& value) {
   return n;
 }
 
+// Parses `text` with CountingReader into `result`: false at the first problem.
+bool parse_counting(const std::string& text, json& result, std::size_t depth = 0) {
+  CountingReader counting(result, depth);
+  return json::sax_parse(text, &counting) && members(result) == counting.keys();
+}
+
+// The longest array that is the value of a key of the top-level object: the
+// offsets of its '[' and ']', of the first character of each item, and of its
+// key's string (quotes included). Found by following only strings and
+// brackets; a text that is not JSON may give anything, which the parse of the
+// pieces then refuses.
+struct LongArray {
+  std::size_t open = 0, close = 0, key_first = 0, key_last = 0;
+  std::vector<std::size_t> items;
+};
+
+LongArray find_long_array(const std::string& text) {
+  LongArray best, current;
+  std::size_t depth = 0, string_first = 0, key_first = 0, key_last = 0;
+  bool top_object = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      string_first = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      if (depth == 1) key_first = string_first, key_last = i;  // the last string before a '[' is its key
+    } else if (c == '{' || c == '[') {
+      if (depth == 0) top_object = c == '{';
+      if (++depth == 2 && c == '[' && top_object) current = {i, 0, key_first, key_last, {i + 1}};
+    } else if (c == ',' && depth == 2 && !current.items.empty()) {
+      current.items.push_back(i + 1);
+    } else if (c == '}' || c == ']') {
+      if (depth == 2 && !current.items.empty()) {
+        current.close = i;
+        if (current.items.size() > best.items.size()) best = std::move(current);
+        current = {};
+      }
+      if (depth > 0) --depth;
+    }
+  }
+  return best;
+}
+
+// parse_case_json's result for `text` split at its long array, or false when a
+// piece gives up (or the text has no long array).
+bool parse_split(const std::string& text, const ForEachBlock& for_each, json& result) {
+  constexpr std::size_t block_items = 1024;
+  const LongArray array = find_long_array(text);
+  const std::size_t n = array.items.size();
+  if (n <= split_parse_items) return false;
+  // The text with the array emptied, and the array's items, a block at a time.
+  if (!parse_counting(text.substr(0, array.open + 1) + text.substr(array.close), result) || !result.is_object())
+    return false;
+  const std::size_t blocks = (n + block_items - 1) / block_items;
+  std::vector<json> parsed(blocks);
+  std::vector<char> parsed_ok(blocks, 0);
+  for_each(blocks, [&](std::size_t b) {
+    const std::size_t first = b * block_items, last = std::min(n, first + block_items);
+    const std::size_t end = last < n ? array.items[last] - 1 : array.close;  // the ',' or ']' after the block
+    try {
+      const std::string piece = "[" + text.substr(array.items[first], end - array.items[first]) + "]";
+      parsed_ok[b] = parse_counting(piece, parsed[b], 1) && parsed[b].size() == last - first;
+    } catch (...) {  // out of memory, say: the whole text again, serially
+    }
+  });
+  json key;
+  if (std::count(parsed_ok.begin(), parsed_ok.end(), 0) > 0 ||
+      !parse_counting(text.substr(array.key_first, array.key_last + 1 - array.key_first), key) || !key.is_string())
+    return false;
+  const auto found = result.find(key.get_ref<const std::string&>());
+  if (found == result.end() || !found->is_array() || !found->empty()) return false;
+  json::array_t& items = found->get_ref<json::array_t&>();
+  items.reserve(n);
+  for (json& block : parsed)
+    for (json& item : block) items.push_back(std::move(item));
+  return true;
+}
+
 }  // namespace
+
+json parse_case_json(const std::string& text, const std::string& path, const ForEachBlock& for_each) {
+  json result;
+  if (parse_split(text, for_each, result)) return result;
+  return parse_case_json(text, path);
+}
 
 json parse_case_json(const std::string& text, const std::string& path) {
   json result;
-  CountingReader counting(result);
-  if (json::sax_parse(text, &counting) && members(result) == counting.keys()) return result;
+  if (parse_counting(text, result)) return result;
   result = json();  // malformed, too deep or a key repeated: parsed again for where
   StrictReader reader(result, text, path);
   json::sax_parse(text, &reader);

@@ -3,6 +3,7 @@
 // and column, numbers that overflow a double (1e999) with where they are, and
 // a key repeated in one object (which JSON parsers silently resolve) is
 // refused. Messages name the file, the case and the key path.
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -14,5 +15,17 @@ constexpr std::size_t max_json_depth = 64;
 
 // Throws InputError.
 nlohmann::json parse_case_json(const std::string& text, const std::string& path);
+
+// Calls work(0), ..., work(count - 1), in any order, on any threads, and returns
+// when all are done.
+using ForEachBlock = std::function<void(std::size_t count, const std::function<void(std::size_t)>& work)>;
+
+// parse_case_json, with the long array of a top-level key (more than
+// split_parse_items items: a report's cases) parsed in blocks of items through
+// for_each (the caller's threads). The result and every message are
+// parse_case_json's: whenever a block gives up, the whole text is parsed again
+// by parse_case_json.
+constexpr std::size_t split_parse_items = 4096;
+nlohmann::json parse_case_json(const std::string& text, const std::string& path, const ForEachBlock& for_each);
 
 }  // namespace attnconv

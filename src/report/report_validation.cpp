@@ -80,7 +80,11 @@ void validate_report(const json& report, const std::string& file) {
 }
 
 json read_validated_report(const std::string& path) {
-  json report = parse_case_json(read_bounded_file(path, max_report_bytes, "report"), path);
+  // A long report's cases are parsed in blocks on the engine threads.
+  const auto on_threads = [](std::size_t count, const std::function<void(std::size_t)>& work) {
+    parallel_for(count, [&](std::size_t b, std::size_t) { work(b); });
+  };
+  json report = parse_case_json(read_bounded_file(path, max_report_bytes, "report"), path, on_threads);
   validate_report(report, path);
   return report;
 }
