@@ -171,8 +171,8 @@ bool parse_counting(const std::string& text, json& result, std::size_t depth = 0
 }
 
 // The longest array that is the value of a key of the top-level object: the
-// offsets of its '[' and ']', of the first character of each item, and of its
-// key's string (quotes included). Found by following only strings and
+// offsets of its '[' and ']', of the first character of each item (an empty
+// array has one, empty), and of its key's string (quotes included). Found by following only strings and
 // brackets; a text that is not JSON may give anything, which the parse of the
 // pieces then refuses.
 struct LongArray {
@@ -210,25 +210,22 @@ LongArray find_long_array(const std::string& text) {
 
 // parse_case_json's result for `text` split at its long array, or false when a
 // piece gives up (or the text has no long array).
-bool parse_split(const std::string& text, const ForEachBlock& for_each, json& result) {
-  constexpr std::size_t block_items = 1024;
+bool parse_split(const std::string& text, const ForEachBlock& for_each, JsonSplit split, json& result) {
+  const std::size_t block_items = std::max<std::size_t>(1, split.block_items);
   const LongArray array = find_long_array(text);
   const std::size_t n = array.items.size();
-  if (n <= split_parse_items) return false;
+  if (n <= split.min_items) return false;
   // The text with the array emptied, and the array's items, a block at a time.
   if (!parse_counting(text.substr(0, array.open + 1) + text.substr(array.close), result) || !result.is_object())
     return false;
-  const std::size_t blocks = (n + block_items - 1) / block_items;
+  const std::size_t blocks = n / block_items + (n % block_items != 0);
   std::vector<json> parsed(blocks);
   std::vector<char> parsed_ok(blocks, 0);
   for_each(blocks, [&](std::size_t b) {
     const std::size_t first = b * block_items, last = std::min(n, first + block_items);
     const std::size_t end = last < n ? array.items[last] - 1 : array.close;  // the ',' or ']' after the block
-    try {
-      const std::string piece = "[" + text.substr(array.items[first], end - array.items[first]) + "]";
-      parsed_ok[b] = parse_counting(piece, parsed[b], 1) && parsed[b].size() == last - first;
-    } catch (...) {  // out of memory, say: the whole text again, serially
-    }
+    const std::string piece = "[" + text.substr(array.items[first], end - array.items[first]) + "]";
+    parsed_ok[b] = parse_counting(piece, parsed[b], 1) && parsed[b].size() == last - first;
   });
   json key;
   if (std::count(parsed_ok.begin(), parsed_ok.end(), 0) > 0 ||
@@ -240,14 +237,15 @@ bool parse_split(const std::string& text, const ForEachBlock& for_each, json& re
   items.reserve(n);
   for (json& block : parsed)
     for (json& item : block) items.push_back(std::move(item));
-  return true;
+  return items.size() == n;
 }
 
 }  // namespace
 
-json parse_case_json(const std::string& text, const std::string& path, const ForEachBlock& for_each) {
+json parse_case_json(const std::string& text, const std::string& path, const ForEachBlock& for_each,
+                     JsonSplit split) {
   json result;
-  if (parse_split(text, for_each, result)) return result;
+  if (parse_split(text, for_each, split, result)) return result;
   return parse_case_json(text, path);
 }
 

@@ -20,12 +20,19 @@ nlohmann::json parse_case_json(const std::string& text, const std::string& path)
 // when all are done.
 using ForEachBlock = std::function<void(std::size_t count, const std::function<void(std::size_t)>& work)>;
 
-// parse_case_json, with the long array of a top-level key (more than
-// split_parse_items items: a report's cases) parsed in blocks of items through
-// for_each (the caller's threads). The result and every message are
-// parse_case_json's: whenever a block gives up, the whole text is parsed again
-// by parse_case_json.
-constexpr std::size_t split_parse_items = 4096;
-nlohmann::json parse_case_json(const std::string& text, const std::string& path, const ForEachBlock& for_each);
+// Where parse_case_json splits a text: at the longest array under a key of the
+// top-level object when it has more than min_items items, in blocks of
+// block_items items.
+struct JsonSplit {
+  std::size_t min_items = 4096;
+  std::size_t block_items = 1024;
+};
+
+// parse_case_json, with the long array of a top-level key (a report's cases)
+// parsed in blocks of items through for_each (the caller's threads). The result
+// and every message are parse_case_json's: whenever a block gives up, the whole
+// text is parsed again by parse_case_json.
+nlohmann::json parse_case_json(const std::string& text, const std::string& path, const ForEachBlock& for_each,
+                               JsonSplit split = {});
 
 }  // namespace attnconv

@@ -47,7 +47,7 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t, std::
     return;
   }
   // The exception of the smallest index that threw, whatever the thread count:
-  // a thread stops once its next index is past the smallest failure so far, so
+  // a thread stops once its next index is at or past the smallest failure so far, so
   // every index below the one finally recorded has run (and did not throw).
   std::exception_ptr error;
   std::size_t error_index = count;

@@ -80,11 +80,13 @@ void validate_report(const json& report, const std::string& file) {
 }
 
 json read_validated_report(const std::string& path) {
-  // A long report's cases are parsed in blocks on the engine threads.
+  // A long report's cases are parsed in blocks on the engine threads (when there
+  // are two or more: on one, the split would only add copies).
   const auto on_threads = [](std::size_t count, const std::function<void(std::size_t)>& work) {
     parallel_for(count, [&](std::size_t b, std::size_t) { work(b); });
   };
-  json report = parse_case_json(read_bounded_file(path, max_report_bytes, "report"), path, on_threads);
+  const std::string text = read_bounded_file(path, max_report_bytes, "report");
+  json report = engine_threads() > 1 ? parse_case_json(text, path, on_threads) : parse_case_json(text, path);
   validate_report(report, path);
   return report;
 }

@@ -8,6 +8,7 @@
 
 #include "io/errors.hpp"
 #include "io/json_reader.hpp"
+#include "engine_threads.hpp"
 #include "parallel/threads.hpp"
 
 namespace {
@@ -57,13 +58,11 @@ std::string message(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("a long array is parsed in blocks into the same DOM as the whole text", "[json_reader]") {
-  const int threads = GENERATE(1, 2, 3);
-  const int saved = engine_threads();
-  set_engine_threads(threads);
-  const std::string text = report_text(long_array);
+  const testing::EngineThreads scope(GENERATE(1, 2, 3));
+  // Item 7 nested as deep as the reader allows: 62 arrays in the case array in the top-level object.
+  const std::string text = report_text(long_array, 7, std::string(62, '[') + std::string(62, ']'));
   Blocks blocks;
   const json split = parse_case_json(text, "r.json", blocks.for_each());
-  set_engine_threads(saved);
   CHECK(blocks.calls == 1);
   CHECK(blocks.count == 9);
   REQUIRE(split["cases"].size() == long_array);
@@ -74,7 +73,7 @@ TEST_CASE("a long array is parsed in blocks into the same DOM as the whole text"
 }
 
 TEST_CASE("a short array, or a long one not in a top-level object, is parsed whole", "[json_reader]") {
-  for (const std::string& text : {report_text(split_parse_items), "[" + report_text(long_array) + "]"}) {
+  for (const std::string& text : {report_text(JsonSplit{}.min_items), "[" + report_text(long_array) + "]"}) {
     Blocks blocks;
     CHECK(parse_case_json(text, "r.json", blocks.for_each()) == json::parse(text));
     CHECK(blocks.calls == 0);
@@ -87,13 +86,14 @@ TEST_CASE("a problem inside a long array is refused with the message of the whol
       {8000, "{\"name\": \"bad\", \"v\": }", "malformed JSON"},
       {8999, "", "malformed JSON"},  // a trailing comma
       {1023, "{\"name\": \"big\", \"v\": 1e999}", "malformed JSON"},
-      {3, std::string(70, '[') + std::string(70, ']'), "nested deeper than 64"},
+      {3, std::string(63, '[') + std::string(63, ']'), "nested deeper than 64"},  // one level too deep
   }));
   const std::string text = report_text(long_array, odd, odd_item);
   const std::string whole = message([&] { parse_case_json(text, "r.json"); });
   CHECK_THAT(whole, Catch::Contains(words) && Catch::Contains("r.json"));
   Blocks blocks;
   CHECK(message([&] { parse_case_json(text, "r.json", blocks.for_each()); }) == whole);
+  CHECK(blocks.calls == 1);  // the blocks were parsed, and one gave up
 }
 
 TEST_CASE("a problem outside the long array is refused with the whole text's message", "[json_reader]") {
