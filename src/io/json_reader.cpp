@@ -172,9 +172,9 @@ bool parse_counting(const std::string& text, json& result, std::size_t depth = 0
 
 // The longest array that is the value of a key of the top-level object: the
 // offsets of its '[' and ']', of the first character of each item (an empty
-// array has one, empty), and of its key's string (quotes included). Found by following only strings and
-// brackets; a text that is not JSON may give anything, which the parse of the
-// pieces then refuses.
+// array has one, empty), and of its key's string (quotes included). Found by
+// following only strings and brackets; a text that is not JSON may give
+// anything, which the parse of the pieces then refuses.
 struct LongArray {
   std::size_t open = 0, close = 0, key_first = 0, key_last = 0;
   std::vector<std::size_t> items;

@@ -85,8 +85,10 @@ json read_validated_report(const std::string& path) {
   const auto on_threads = [](std::size_t count, const std::function<void(std::size_t)>& work) {
     parallel_for(count, [&](std::size_t b, std::size_t) { work(b); });
   };
-  const std::string text = read_bounded_file(path, max_report_bytes, "report");
-  json report = engine_threads() > 1 ? parse_case_json(text, path, on_threads) : parse_case_json(text, path);
+  json report = [&] {  // the text is freed before the report is checked
+    const std::string text = read_bounded_file(path, max_report_bytes, "report");
+    return engine_threads() > 1 ? parse_case_json(text, path, on_threads) : parse_case_json(text, path);
+  }();
   validate_report(report, path);
   return report;
 }
