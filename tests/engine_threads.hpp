@@ -13,4 +13,10 @@ struct EngineThreads {
   EngineThreads& operator=(const EngineThreads&) = delete;
 };
 
+// f() with the engine thread count set to `threads` for the call.
+template <class F> auto on_engine_threads(int threads, F&& f) {
+  const EngineThreads scope(threads);
+  return f();
+}
+
 }  // namespace attnconv::testing

@@ -10,7 +10,7 @@
 #include <xtensor/xview.hpp>
 
 #include "construction/theorem1.hpp"
-#include "parallel/threads.hpp"
+#include "engine_threads.hpp"
 #include "mhsa/dense_engine.hpp"
 #include "mhsa/engine.hpp"
 #include "mhsa/separable_engine.hpp"
@@ -100,14 +100,12 @@ TEST_CASE("dense results do not depend on block size or thread count beyond roun
       INFO("content " << content << ", block " << block);
       CHECK(max_abs_diff(mhsa_dense(layer, x, height, width, options), reference) <= bound);
     }
-    const int threads = engine_threads();
-    set_engine_threads(1);
-    const Matrix<double> one_thread = mhsa_dense(layer, x, height, width);
-    const Matrix<double> one_thread_separable = content ? one_thread : mhsa_separable(layer, x, height, width);
-    set_engine_threads(3);
-    const Matrix<double> three_threads = mhsa_dense(layer, x, height, width);
-    const Matrix<double> three_threads_separable = content ? three_threads : mhsa_separable(layer, x, height, width);
-    set_engine_threads(threads);
+    const auto dense = [&] { return mhsa_dense(layer, x, height, width); };
+    const auto separable = [&] { return mhsa_separable(layer, x, height, width); };
+    const Matrix<double> one_thread = testing::on_engine_threads(1, dense);
+    const Matrix<double> one_thread_separable = content ? one_thread : testing::on_engine_threads(1, separable);
+    const Matrix<double> three_threads = testing::on_engine_threads(3, dense);
+    const Matrix<double> three_threads_separable = content ? three_threads : testing::on_engine_threads(3, separable);
     CHECK(one_thread == three_threads);
     CHECK(one_thread_separable == three_threads_separable);
   }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "engine_threads.hpp"
 #include "mhsa/blas.hpp"
 #include "tensor/random.hpp"
 
@@ -46,7 +47,6 @@ template <class T> bool same(const std::vector<T>& x, const std::vector<T>& y) {
 TEMPLATE_TEST_CASE("max_abs_of_product_blocks equals the plain loops, bit for bit, for any thread count",
                    "[mhsa][blas]", float, double) {
   const Random random(11);
-  const int threads = engine_threads();
   std::uint64_t purpose = 0;
   // Rows across several chunks (8 to 512 rows each), columns that are and are not
   // a multiple of the vector width, blocks that do not divide the columns.
@@ -58,11 +58,9 @@ TEMPLATE_TEST_CASE("max_abs_of_product_blocks equals the plain loops, bit for bi
         Matrix<TestType> b = small_integers<TestType>(random.stream(++purpose), k, n);
         INFO("m " << m << ", k " << k << ", n " << n << ", block " << block_cols);
         const std::vector<TestType> expected = plain_block_max(a, b, block_cols);
-        set_engine_threads(1);
-        const std::vector<TestType> one = max_abs_of_product_blocks(a, b, block_cols);
-        set_engine_threads(3);
-        const std::vector<TestType> three = max_abs_of_product_blocks(a, b, block_cols);
-        set_engine_threads(threads);
+        const auto blocks = [&] { return max_abs_of_product_blocks(a, b, block_cols); };
+        const std::vector<TestType> one = testing::on_engine_threads(1, blocks);
+        const std::vector<TestType> three = testing::on_engine_threads(3, blocks);
         CHECK(same(one, expected));
         CHECK(same(three, expected));
         // A NaN in B's last column: its block alone turns NaN.

@@ -5,9 +5,9 @@
 #include <catch2/catch.hpp>
 #include <xtensor/xmath.hpp>
 
+#include "engine_threads.hpp"
 #include "metrics/compare.hpp"
 #include "ops/conv2d_gemm.hpp"
-#include "parallel/threads.hpp"
 #include "reference/conv.hpp"
 #include "tensor/random.hpp"
 
@@ -25,13 +25,10 @@ TEST_CASE("conv2d_gemm over many blocks: the reference's numbers to round-off, t
   g.padding = {1, 1, 1, 1};
   const Image<double> reference = reference::conv2d(x, w, b, g);
   const double scale = double(xt::amax(xt::abs(reference))());
-  const int threads = engine_threads();
   for (const ConvGemmForm form : {ConvGemmForm::shifted, ConvGemmForm::im2col}) {
-    set_engine_threads(1);
-    const Image<double> one = conv2d_gemm(x, w, b, g, form);
-    set_engine_threads(3);
-    const Image<double> three = conv2d_gemm(x, w, b, g, form);
-    set_engine_threads(threads);
+    const auto conv = [&] { return conv2d_gemm(x, w, b, g, form); };
+    const Image<double> one = testing::on_engine_threads(1, conv);
+    const Image<double> three = testing::on_engine_threads(3, conv);
     const bool same_for_threads = one == three, same_again = conv2d_gemm(x, w, b, g, form) == one;
     CHECK(compare(one, reference).max_abs <= 1e-12 * scale);  // as in tests/unit/test_fast_paths.cpp
     CHECK(same_for_threads);
