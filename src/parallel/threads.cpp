@@ -4,6 +4,8 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -68,9 +70,19 @@ void parallel_for(std::size_t count, const std::function<void(std::size_t, std::
       }
     }
   };
+  // A thread that cannot be started (std::thread throws) is not an error: this
+  // thread runs its indices after its own, with the same numbers, rather than
+  // leaving the started threads joinable (std::terminate).
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  pool.reserve(threads - 1);
+  std::size_t started = 1;
+  try {
+    for (; started < threads; ++started) pool.emplace_back(work, started);
+  } catch (const std::system_error&) {
+  } catch (const std::bad_alloc&) {
+  }
   work(0);
+  for (std::size_t t = started; t < threads; ++t) work(t);
   for (auto& thread : pool) thread.join();
   if (error) std::rethrow_exception(error);
 }
