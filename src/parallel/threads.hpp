@@ -25,7 +25,8 @@ int engine_threads();
 
 // Calls fn(i, t) for i in [0, count), spread over T = min(engine_threads(), count)
 // threads: thread t in [0, T) takes i = t, t + T, ... (t indexes per-thread
-// scratch). Returns when all are done. If any fn throws, rethrows the exception
+// scratch; a thread that cannot be started leaves its t to the calling
+// thread). Returns when all are done. If any fn throws, rethrows the exception
 // of the smallest index that threw, for any thread count (indices past it may
 // not run), so an error names the same item however the work was split.
 void parallel_for(std::size_t count, const std::function<void(std::size_t, std::size_t)>& fn);
