@@ -6,6 +6,7 @@
 // exception, a crash, a difference or a sanitizer report is a bug.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "io/errors.hpp"
@@ -16,35 +17,41 @@
 
 namespace {
 
-// parse_case_json's result, or its message.
-std::string parsed(const std::function<attnconv::json()>& parse) {
-  try {
-    return parse().dump(-1, ' ', false, attnconv::json::error_handler_t::replace);
-  } catch (const attnconv::InputError& e) {
-    return std::string("refused: ") + e.what();
-  }
-}
+std::string dumped(const attnconv::json& j) { return j.dump(-1, ' ', false, attnconv::json::error_handler_t::replace); }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  const std::string path = "fuzz-report.json";
+  // The whole text's DOM, or its message.
+  std::optional<attnconv::json> report;
+  std::string whole;
+  try {
+    report = attnconv::parse_case_json(text, path);
+    whole = dumped(*report);
+  } catch (const attnconv::InputError& e) {
+    whole = std::string("refused: ") + e.what();
+  }
   // The parse split at the longest array under a key of the top-level object
   // (here of two items or more, in blocks of two, run last to first) gives the
-  // whole text's DOM or its message.
-  const auto in_order = [](std::size_t n, const std::function<void(std::size_t)>& work) {
+  // same.
+  const auto last_to_first = [](std::size_t n, const std::function<void(std::size_t)>& work) {
     for (std::size_t b = n; b-- > 0;) work(b);
   };
-  if (parsed([&] { return attnconv::parse_case_json(text, "fuzz-report.json"); }) !=
-      parsed([&] { return attnconv::parse_case_json(text, "fuzz-report.json", in_order, {1, 2}); }))
-    __builtin_trap();
+  std::string split;
   try {
-    const attnconv::json report = attnconv::parse_case_json(text, "fuzz-report.json");
-    attnconv::validate_report(report, "fuzz-report.json");
-    (void)attnconv::fit_sweeps(report["cases"]).dump(-1, ' ', false, attnconv::json::error_handler_t::replace);
-    if (report.contains("shard"))
-      (void)attnconv::merge_reports({{"fuzz-report.json", report}}).dump(-1, ' ', false,
-                                                                         attnconv::json::error_handler_t::replace);
+    split = dumped(attnconv::parse_case_json(text, path, last_to_first, {1, 2}));
+  } catch (const attnconv::InputError& e) {
+    split = std::string("refused: ") + e.what();
+  }
+  if (split != whole) __builtin_trap();
+  if (!report) return 0;
+  const attnconv::json& parsed = *report;
+  try {
+    attnconv::validate_report(parsed, path);
+    (void)dumped(attnconv::fit_sweeps(parsed["cases"]));
+    if (parsed.contains("shard")) (void)dumped(attnconv::merge_reports({{path, parsed}}));
   } catch (const attnconv::InputError&) {
   }
   return 0;
